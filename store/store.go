@@ -1,0 +1,497 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options tune Open. Zero values take the documented defaults.
+type Options struct {
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// connection or process before failing with SQLITE_BUSY (PRAGMA
+	// busy_timeout). Default 5s.
+	BusyTimeout time.Duration
+	// Readers bounds the pool of query-only connections. Default 4.
+	Readers int
+	// Synchronous is the PRAGMA synchronous level of the writer: "FULL"
+	// (default; every acknowledged commit is fsynced) or "NORMAL".
+	Synchronous string
+	// MaxBatch bounds how many queued write transactions one group commit
+	// takes. Default 256.
+	MaxBatch int
+}
+
+func (o *Options) defaults() {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+}
+
+// DB is state.db: one writer connection owned by a committer goroutine and a
+// bounded pool of query-only readers. Safe for concurrent use.
+type DB struct {
+	path string
+	opt  Options
+	w    *sqlx.DB
+	r    *sqlx.DB
+
+	reqs    chan *txRequest
+	stop    chan struct{}
+	stopped chan struct{}
+	closed  atomic.Bool
+
+	// Batches and Commits count group commits for benchmarks and tests.
+	batches atomic.Int64
+	txs     atomic.Int64
+}
+
+// DSN returns the modernc.org/sqlite data source name for path with the
+// pragmas that every connection of the given role must carry. Pragmas are
+// set per connection (not once on a pooled handle) so that a pool-opened
+// connection can never miss them.
+func DSN(path string, writer bool, opt Options) string {
+	opt.defaults()
+	q := url.Values{}
+	add := func(p string) { q.Add("_pragma", p) }
+	add(fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()))
+	add("foreign_keys(1)")
+	if writer {
+		add("journal_mode(WAL)")
+		add("synchronous(" + opt.Synchronous + ")")
+		add("secure_delete(1)")
+		q.Set("_txlock", "immediate")
+	} else {
+		add("query_only(1)")
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Open opens (creating if needed) the database at path, checks that WAL mode
+// took effect, applies pending migrations and starts the committer. Errors
+// wrap ErrUnavailable when SQLite itself failed (locked, read-only, full).
+func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	opt.defaults()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := sqlx.Open("sqlite", DSN(abs, true, opt))
+	if err != nil {
+		return nil, fmt.Errorf("open writer: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	db := &DB{path: abs, opt: opt, w: w,
+		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
+	fail := func(err error) (*DB, error) {
+		w.Close()
+		if db.r != nil {
+			db.r.Close()
+		}
+		return nil, err
+	}
+	var mode string
+	if err := w.GetContext(ctx, &mode, "PRAGMA journal_mode"); err != nil {
+		return fail(Classify(fmt.Errorf("read journal_mode: %w", err)))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("state.db: journal_mode is %q, want wal (is the file on a filesystem without shared memory?)", mode))
+	}
+	if err := db.migrate(ctx); err != nil {
+		return fail(err)
+	}
+	r, err := sqlx.Open("sqlite", DSN(abs, false, opt))
+	if err != nil {
+		return fail(fmt.Errorf("open readers: %w", err))
+	}
+	r.SetMaxOpenConns(opt.Readers)
+	r.SetMaxIdleConns(opt.Readers)
+	db.r = r
+	if err := r.GetContext(ctx, &mode, "PRAGMA journal_mode"); err != nil {
+		return fail(Classify(fmt.Errorf("reader journal_mode: %w", err)))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("state.db reader: journal_mode is %q, want wal", mode))
+	}
+	go db.commitLoop()
+	return db, nil
+}
+
+// Path is the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Reader is the pool of query-only connections. Reads see every committed
+// transaction (WAL snapshot at statement or transaction start).
+func (db *DB) Reader() *sqlx.DB { return db.r }
+
+// Stats reports group-commit counters: committed batches and the write
+// transactions they carried.
+func (db *DB) Stats() (batches, txs int64) { return db.batches.Load(), db.txs.Load() }
+
+// Close stops the committer after the queued transactions ran, checkpoints
+// the WAL into the main file (PRAGMA wal_checkpoint(TRUNCATE)) and closes
+// every connection. It is safe to call more than once.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	close(db.stop)
+	<-db.stopped
+	_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+// migrate applies the embedded migrations numbered above PRAGMA user_version,
+// each in its own IMMEDIATE transaction.
+func (db *DB) migrate(ctx context.Context) error {
+	entries, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return err
+	}
+	type mig struct {
+		version int
+		name    string
+	}
+	var migs []mig
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return fmt.Errorf("migration %q: name must start with a number and _", e.Name())
+		}
+		migs = append(migs, mig{v, e.Name()})
+	}
+	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
+	var current int
+	if err := db.w.GetContext(ctx, &current, "PRAGMA user_version"); err != nil {
+		return Classify(fmt.Errorf("read user_version: %w", err))
+	}
+	if n := len(migs); n > 0 && current > migs[n-1].version {
+		return fmt.Errorf("state.db schema version %d is newer than this sessiond knows (%d); use a newer sessiond", current, migs[n-1].version)
+	}
+	for _, m := range migs {
+		if m.version <= current {
+			continue
+		}
+		body, err := migrationFS.ReadFile("migrations/" + m.name)
+		if err != nil {
+			return err
+		}
+		tx, err := db.w.BeginTxx(ctx, nil)
+		if err != nil {
+			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+			tx.Rollback()
+			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
+		}
+		if err := tx.Commit(); err != nil {
+			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
+		}
+	}
+	return nil
+}
+
+// SchemaVersion returns PRAGMA user_version, the last applied migration.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := db.r.GetContext(ctx, &v, "PRAGMA user_version")
+	return v, err
+}
+
+// ErrUnavailable means SQLite could not perform the operation (the database
+// is locked past busy_timeout, the disk is full, the file is read-only, or an
+// I/O error occurred). Nothing of the failed transaction was committed. The
+// wire reason is storage_unavailable.
+var ErrUnavailable = errors.New("storage unavailable")
+
+// ErrClosed is returned by InTx after Close.
+var ErrClosed = fmt.Errorf("%w: store is closed", ErrUnavailable)
+
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return "storage unavailable: " + e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Classify wraps err so that errors.Is(err, ErrUnavailable) holds when it is
+// a SQLite failure of the environment (busy, locked, full, read-only, I/O,
+// cannot open, no memory, corrupt) rather than of the statement. Other errors
+// (constraint violations, sql.ErrNoRows, caller errors) pass through.
+func Classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL,
+			sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+			sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+			sqlite3.SQLITE_PROTOCOL:
+			return &unavailableError{err}
+		}
+	}
+	return err
+}
+
+// IsConstraint reports whether err is a SQLite constraint violation (UNIQUE,
+// CHECK, FOREIGN KEY, NOT NULL).
+func IsConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// Tx is one write transaction handed to an InTx callback. It runs inside a
+// savepoint of a group commit; see InTx.
+type Tx struct {
+	*sqlx.Tx
+	ctx      context.Context
+	onCommit []func()
+}
+
+// Context is the context of the InTx call.
+func (t *Tx) Context() context.Context { return t.ctx }
+
+// OnCommit registers f to run after the transaction is durably committed,
+// on the committer goroutine, before InTx returns. f must not block (push to a
+// buffered channel, signal a condition). It never runs if the transaction
+// rolls back.
+func (t *Tx) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
+
+type txRequest struct {
+	ctx   context.Context
+	fn    func(*Tx) error
+	state atomic.Int32 // 0 pending, 1 running, 2 abandoned
+	done  chan txResult
+}
+
+type txResult struct {
+	err      error
+	panicked any
+	stack    []byte
+}
+
+// InTx runs fn inside one IMMEDIATE write transaction and returns after it is
+// durably committed (synchronous=FULL) or rolled back. fn's error rolls back
+// its work and is returned as is; a panic in fn rolls back and re-panics in
+// the caller's goroutine. fn must keep in-memory effects for Tx.OnCommit.
+//
+// Concurrent calls are batched into one SQLite transaction (group commit),
+// each fn inside its own SAVEPOINT, so one caller's error never undoes
+// another's work, and nobody is told "committed" before the COMMIT returned.
+// If ctx ends before fn started, InTx returns ctx.Err() and fn never runs;
+// once fn started, InTx waits for the outcome. SQLite failures wrap
+// ErrUnavailable.
+func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	req := &txRequest{ctx: ctx, fn: fn, done: make(chan txResult, 1)}
+	select {
+	case db.reqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-db.stop:
+		return ErrClosed
+	}
+	var res txResult
+	select {
+	case res = <-req.done:
+	case <-ctx.Done():
+		if req.state.CompareAndSwap(0, 2) {
+			return ctx.Err()
+		}
+		res = <-req.done
+	}
+	if res.panicked != nil {
+		panic(fmt.Sprintf("store.InTx: %v\n%s", res.panicked, res.stack))
+	}
+	return res.err
+}
+
+func (db *DB) commitLoop() {
+	defer close(db.stopped)
+	batch := make([]*txRequest, 0, db.opt.MaxBatch)
+	for {
+		var first *txRequest
+		select {
+		case first = <-db.reqs:
+		case <-db.stop:
+			// Drain what was queued before Close so no caller hangs.
+			for {
+				select {
+				case r := <-db.reqs:
+					db.runBatch([]*txRequest{r})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < db.opt.MaxBatch {
+			select {
+			case r := <-db.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		db.runBatch(batch)
+	}
+}
+
+func (db *DB) runBatch(batch []*txRequest) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(0, 1) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	failAll := func(err error) {
+		for _, r := range live {
+			r.done <- txResult{err: err}
+		}
+	}
+	ctx := context.Background()
+	tx, err := db.w.BeginTxx(ctx, nil)
+	if err != nil {
+		failAll(Classify(fmt.Errorf("begin immediate: %w", err)))
+		return
+	}
+	results := make([]txResult, len(live))
+	hooks := make([][]func(), len(live))
+	for i, r := range live {
+		t := &Tx{Tx: tx, ctx: r.ctx}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT sp"); err != nil {
+			tx.Rollback()
+			failAll(Classify(fmt.Errorf("savepoint: %w", err)))
+			return
+		}
+		res := callTx(r.fn, t)
+		if res.err == nil && res.panicked == nil {
+			if _, err := tx.ExecContext(ctx, "RELEASE sp"); err != nil {
+				tx.Rollback()
+				failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
+				return
+			}
+			hooks[i] = t.onCommit
+			continue
+		}
+		res.err = Classify(res.err)
+		results[i] = res
+		// SQLite may have rolled back the whole transaction by itself (disk
+		// full, I/O error, busy); then the savepoint is gone and the batch
+		// must fail as one.
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO sp"); err != nil {
+			tx.Rollback()
+			for j, r := range live {
+				if j == i {
+					r.done <- res
+				} else {
+					r.done <- txResult{err: Classify(fmt.Errorf("transaction rolled back by SQLite: %w", res.err))}
+				}
+			}
+			return
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE sp"); err != nil {
+			tx.Rollback()
+			failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		err = Classify(fmt.Errorf("commit: %w", err))
+		for i, r := range live {
+			if results[i].err != nil || results[i].panicked != nil {
+				r.done <- results[i]
+			} else {
+				r.done <- txResult{err: err}
+			}
+		}
+		return
+	}
+	db.batches.Add(1)
+	db.txs.Add(int64(len(live)))
+	for i, r := range live {
+		for _, h := range hooks[i] {
+			h()
+		}
+		r.done <- results[i]
+	}
+}
+
+func callTx(fn func(*Tx) error, t *Tx) (res txResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = txResult{panicked: p, stack: debug.Stack(), err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	return txResult{err: fn(t)}
+}
+
+// Get runs a single-row query on a reader; sql.ErrNoRows when nothing matched.
+func (db *DB) Get(ctx context.Context, dest any, query string, args ...any) error {
+	return Classify(db.r.GetContext(ctx, dest, query, args...))
+}
+
+// Select runs a query on a reader and scans every row into dest (a slice).
+func (db *DB) Select(ctx context.Context, dest any, query string, args ...any) error {
+	return Classify(db.r.SelectContext(ctx, dest, query, args...))
+}
+
+// ReadTx runs fn in one read transaction on a reader connection, so that
+// every query in it sees one consistent WAL snapshot.
+func (db *DB) ReadTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
+	tx, err := db.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Classify(err)
+	}
+	defer tx.Rollback()
+	return Classify(fn(tx))
+}
+
+// Now is the store's timestamp format: RFC 3339 UTC with milliseconds,
+// fixed width so that text order is time order.
+func Now() string { return FormatTime(time.Now()) }
+
+// FormatTime formats t like Now.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

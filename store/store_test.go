@@ -1,0 +1,272 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+func openTest(t *testing.T, opt Options) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenSetsPragmasPerConnection(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	var mode string
+	if err := db.Get(ctx, &mode, "PRAGMA journal_mode"); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v", mode, err)
+	}
+	// Every reader connection carries the pragmas, not just the first one.
+	conns := make([]*sqlx.Conn, 0, 4)
+	for range 4 {
+		c, err := db.Reader().Connx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var fk, busy, qo int
+		if err := c.GetContext(ctx, &fk, "PRAGMA foreign_keys"); err != nil {
+			t.Fatal(err)
+		}
+		c.GetContext(ctx, &busy, "PRAGMA busy_timeout")
+		c.GetContext(ctx, &qo, "PRAGMA query_only")
+		if fk != 1 || busy != 5000 || qo != 1 {
+			t.Fatalf("reader pragmas: foreign_keys=%d busy_timeout=%d query_only=%d", fk, busy, qo)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	err := db.InTx(ctx, func(tx *Tx) error {
+		var sync, fk int
+		if err := tx.Get(&sync, "PRAGMA synchronous"); err != nil {
+			return err
+		}
+		if err := tx.Get(&fk, "PRAGMA foreign_keys"); err != nil {
+			return err
+		}
+		if sync != 2 || fk != 1 { // 2 = FULL
+			return fmt.Errorf("writer synchronous=%d foreign_keys=%d", sync, fk)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Readers refuse writes.
+	if _, err := db.Reader().Exec("INSERT INTO approval_allowlist(pattern, created_at) VALUES ('x','y')"); err == nil {
+		t.Fatal("reader accepted a write")
+	}
+}
+
+func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	for range 2 {
+		db, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := db.SchemaVersion(context.Background())
+		if err != nil || v != 1 {
+			t.Fatalf("user_version = %d, %v", v, err)
+		}
+		var n int
+		db.Get(context.Background(), &n, "SELECT count(*) FROM sqlite_schema WHERE name IN ('sessions','session_admissions','messages','prompts','events','boot_epochs')")
+		if n != 6 {
+			t.Fatalf("tables = %d", n)
+		}
+		db.Close()
+	}
+}
+
+func insertPattern(tx *Tx, p string) error {
+	_, err := tx.Exec("INSERT INTO approval_allowlist(pattern, created_at) VALUES (?, ?)", p, Now())
+	return err
+}
+
+func countPatterns(t *testing.T, db *DB) int {
+	var n int
+	if err := db.Get(context.Background(), &n, "SELECT count(*) FROM approval_allowlist"); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestInTxRollsBackOnErrorAndPanic(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	boom := errors.New("boom")
+	committed := false
+	err := db.InTx(ctx, func(tx *Tx) error {
+		tx.OnCommit(func() { committed = true })
+		if err := insertPattern(tx, "a"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) || committed || countPatterns(t, db) != 0 {
+		t.Fatalf("err=%v committed=%v rows=%d", err, committed, countPatterns(t, db))
+	}
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "kaboom") {
+				t.Fatalf("recovered %v, want the panic re-raised", p)
+			}
+		}()
+		db.InTx(ctx, func(tx *Tx) error {
+			insertPattern(tx, "b")
+			panic("kaboom")
+		})
+	}()
+	if n := countPatterns(t, db); n != 0 {
+		t.Fatalf("rows after panic = %d", n)
+	}
+	// The writer is still healthy.
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "c") }); err != nil {
+		t.Fatal(err)
+	}
+	if countPatterns(t, db) != 1 {
+		t.Fatal("commit lost")
+	}
+}
+
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 200)
+	for i := range 200 {
+		wg.Go(func() {
+			errs[i] = db.InTx(ctx, func(tx *Tx) error {
+				if err := insertPattern(tx, fmt.Sprint(i)); err != nil {
+					return err
+				}
+				if i%10 == 0 {
+					return fmt.Errorf("refuse %d", i)
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%10 == 0) != (err != nil) {
+			t.Fatalf("tx %d: err = %v", i, err)
+		}
+	}
+	if n := countPatterns(t, db); n != 180 {
+		t.Fatalf("rows = %d, want 180", n)
+	}
+	batches, txs := db.Stats()
+	t.Logf("%d transactions in %d commits", txs, batches)
+}
+
+func TestBusyPastTimeoutIsUnavailableAndRecovers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(context.Background(), path, Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := sql.Open("sqlite", DSN(path, true, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hold, err := other.Begin() // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.InTx(context.Background(), func(tx *Tx) error { return insertPattern(tx, "x") })
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	hold.Rollback()
+	if err := db.InTx(context.Background(), func(tx *Tx) error { return insertPattern(tx, "x") }); err != nil {
+		t.Fatalf("after the lock cleared: %v", err)
+	}
+}
+
+func TestDiskFullIsUnavailableAndRecovers(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	var pages int
+	db.Get(ctx, &pages, "PRAGMA page_count")
+	if _, err := db.w.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+1)); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 64<<10)
+	err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, big) })
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if n := countPatterns(t, db); n != 0 {
+		t.Fatalf("rows = %d after a full disk", n)
+	}
+	db.w.Exec("PRAGMA max_page_count = 1073741823")
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, big) }); err != nil {
+		t.Fatalf("after space came back: %v", err)
+	}
+}
+
+func TestInTxAbandonedBeforeStartNeverRuns(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	err := db.InTx(ctx, func(tx *Tx) error { ran = true; return nil })
+	if err == nil {
+		// The request may have raced into the committer before cancel was
+		// seen; then it must have run and committed.
+		if !ran {
+			t.Fatal("nil error but fn never ran")
+		}
+		return
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	db.InTx(context.Background(), func(tx *Tx) error { return nil }) // flush the queue
+	if ran {
+		t.Fatal("fn ran although InTx reported cancellation")
+	}
+}
+
+func BenchmarkInTxParallel(b *testing.B) {
+	db, err := Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var n sync.Mutex
+	i := 0
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n.Lock()
+			i++
+			k := i
+			n.Unlock()
+			if err := db.InTx(context.Background(), func(tx *Tx) error { return insertPattern(tx, fmt.Sprint(k)) }); err != nil {
+				b.Error(err)
+			}
+		}
+	})
+	batches, txs := db.Stats()
+	b.ReportMetric(float64(txs)/float64(max(batches, 1)), "tx/commit")
+}
