@@ -67,7 +67,9 @@ type DB struct {
 	stopped chan struct{}
 	closed  atomic.Bool
 
-	// Batches and Commits count group commits for benchmarks and tests.
+	sink func(Event)
+
+	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
 	txs     atomic.Int64
 }
@@ -282,6 +284,7 @@ type Tx struct {
 	*sqlx.Tx
 	ctx      context.Context
 	onCommit []func()
+	sink     func(Event)
 }
 
 // Context is the context of the InTx call.
@@ -400,7 +403,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 	results := make([]txResult, len(live))
 	hooks := make([][]func(), len(live))
 	for i, r := range live {
-		t := &Tx{Tx: tx, ctx: r.ctx}
+		t := &Tx{Tx: tx, ctx: r.ctx, sink: db.sink}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT sp"); err != nil {
 			tx.Rollback()
 			failAll(Classify(fmt.Errorf("savepoint: %w", err)))

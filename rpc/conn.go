@@ -1,0 +1,455 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Version is the only JSON-RPC version spoken.
+const Version = "2.0"
+
+// Handler serves one method. params is the raw params value (an object, or
+// nil when absent). The result is marshalled as the response's result; an
+// error becomes the response's error through AsError. ctx ends when the
+// connection closes or the daemon stops.
+type Handler func(ctx context.Context, c *Conn, params json.RawMessage) (any, error)
+
+// Mux maps method names to handlers. Register everything before serving.
+type Mux struct{ handlers map[string]Handler }
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux { return &Mux{handlers: map[string]Handler{}} }
+
+// Handle registers h for method; a second registration panics.
+func (m *Mux) Handle(method string, h Handler) {
+	if _, dup := m.handlers[method]; dup {
+		panic("rpc: duplicate handler for " + method)
+	}
+	m.handlers[method] = h
+}
+
+// Methods lists the registered method names.
+func (m *Mux) Methods() []string {
+	out := make([]string, 0, len(m.handlers))
+	for k := range m.handlers {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Options bound one connection.
+type Options struct {
+	// MaxMessageBytes is the largest frame read; a bigger one closes the
+	// connection with 1009. Default 4 MiB.
+	MaxMessageBytes int64
+	// SendQueue bounds queued outgoing notifications; when it is full the
+	// client is too slow and is closed with 1008. Default 1024.
+	SendQueue int
+	// MaxInFlight bounds concurrently running requests; more are refused
+	// with reason overloaded. Default 64.
+	MaxInFlight int
+	// WriteTimeout bounds one frame write; a client that does not take a
+	// frame in time is closed with 1008. Default 10s.
+	WriteTimeout time.Duration
+	// Logger receives connection-level diagnostics. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 4 << 20
+	}
+	if o.SendQueue <= 0 {
+		o.SendQueue = 1024
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 64
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Conn is one client's WebSocket connection on the server side.
+type Conn struct {
+	ws     *websocket.Conn
+	mux    *Mux
+	opt    Options
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	out      chan []byte // bounded: SendQueue notifications + MaxInFlight responses
+	notifies atomic.Int64
+	inflight chan struct{}
+	handlers sync.WaitGroup
+
+	closeOnce   sync.Once
+	closeStatus websocket.StatusCode
+	closeReason string
+	mu          sync.Mutex
+	onClose     []func()
+	values      sync.Map
+}
+
+// errSlow is the cancel cause when the client could not keep up.
+var errSlow = errors.New("client too slow: send queue full")
+
+// NewConn wraps an accepted WebSocket. Call Serve to run it. ctx is the
+// daemon's context (not the HTTP request's): cancelling it ends the
+// connection.
+func NewConn(ctx context.Context, ws *websocket.Conn, mux *Mux, opt Options) *Conn {
+	opt.defaults()
+	ws.SetReadLimit(opt.MaxMessageBytes)
+	c := &Conn{ws: ws, mux: mux, opt: opt,
+		out:      make(chan []byte, opt.SendQueue+opt.MaxInFlight),
+		inflight: make(chan struct{}, opt.MaxInFlight)}
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	return c
+}
+
+// Context ends when the connection is closed.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// Value and SetValue keep per-connection state for handlers (protocol
+// version, subscriptions).
+func (c *Conn) Value(key any) (any, bool) { return c.values.Load(key) }
+
+// SetValue stores per-connection state; see Value.
+func (c *Conn) SetValue(key, v any) { c.values.Store(key, v) }
+
+// OnClose registers f to run once when the connection ends. If it already
+// ended, f runs now.
+func (c *Conn) OnClose(f func()) {
+	c.mu.Lock()
+	if c.onClose == nil && c.ctx.Err() != nil {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	c.onClose = append(c.onClose, f)
+	c.mu.Unlock()
+}
+
+// Serve reads frames until the connection ends, dispatching each request in
+// its own goroutine, and writes responses and notifications from one writer
+// goroutine. It returns after every handler of this connection returned.
+func (c *Conn) Serve() {
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); c.writeLoop() }()
+	c.readLoop()
+	c.handlers.Wait()
+	c.shutdown(websocket.StatusNormalClosure, "")
+	<-writerDone
+	c.mu.Lock()
+	hooks := c.onClose
+	c.onClose = nil
+	c.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// Close ends the connection with status and reason (e.g. 1001 "daemon
+// stopping"). Safe to call from any goroutine, more than once.
+func (c *Conn) Close(status websocket.StatusCode, reason string) {
+	c.shutdown(status, reason)
+}
+
+func (c *Conn) shutdown(status websocket.StatusCode, reason string) {
+	c.closeOnce.Do(func() {
+		c.closeStatus, c.closeReason = status, reason
+		c.cancel(fmt.Errorf("closed: %d %s", status, reason))
+	})
+}
+
+// slow closes a client that cannot keep up, without flushing.
+func (c *Conn) slow() {
+	c.closeOnce.Do(func() {
+		c.closeStatus, c.closeReason = websocket.StatusPolicyViolation, "client too slow; reconnect and resume from your last seq"
+		c.opt.Logger.Warn("closing slow client", "send_queue", c.opt.SendQueue)
+		c.cancel(errSlow)
+	})
+}
+
+func (c *Conn) readLoop() {
+	for {
+		// Reads are not bound to c.ctx: cancelling a read context tears
+		// the TCP connection down without a close frame. The writer ends
+		// the connection with a proper close handshake instead.
+		typ, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			if websocket.CloseStatus(err) == -1 && c.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				c.opt.Logger.Debug("rpc read ended", "err", err)
+			}
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				c.shutdown(websocket.StatusMessageTooBig, "message too big")
+			} else {
+				c.shutdown(websocket.StatusNormalClosure, "")
+			}
+			return
+		}
+		if typ != websocket.MessageText {
+			c.replyError(nil, Errorf(ReasonInvalidRequest, "binary frames are not supported; send one JSON-RPC message per text frame"))
+			continue
+		}
+		c.dispatch(data)
+	}
+}
+
+// wireRequest is an incoming message; presence of fields is tracked with
+// RawMessage so that "id": null and a missing id differ.
+type wireRequest struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+func (c *Conn) dispatch(data []byte) {
+	trimmed := bytes.TrimSpace(data)
+	if !json.Valid(trimmed) {
+		c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid JSON"))
+		return
+	}
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		c.replyError(nil, Errorf(ReasonInvalidRequest, "batch requests are not supported; send one message per frame"))
+		return
+	}
+	var req wireRequest
+	if err := json.Unmarshal(trimmed, &req); err != nil {
+		c.replyError(nil, Errorf(ReasonInvalidRequest, "invalid request: a JSON-RPC request must be an object"))
+		return
+	}
+	id := req.ID
+	if len(id) > 0 {
+		switch id[0] {
+		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		default:
+			if string(id) != "null" {
+				c.replyError(nil, Errorf(ReasonInvalidRequest, "invalid request: id must be a string, a number or null"))
+				return
+			}
+		}
+	}
+	var version, method string
+	if json.Unmarshal(req.JSONRPC, &version) != nil || version != Version {
+		c.replyError(id, Errorf(ReasonInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`))
+		return
+	}
+	if json.Unmarshal(req.Method, &method) != nil || method == "" {
+		c.replyError(id, Errorf(ReasonInvalidRequest, `invalid request: "method" must be a non-empty string`))
+		return
+	}
+	isNotification := len(id) == 0
+	h, ok := c.mux.handlers[method]
+	if !ok {
+		if !isNotification {
+			c.replyError(id, Errorf(ReasonMethodNotFound, "method not found: %s", method))
+		}
+		return
+	}
+	params := bytes.TrimSpace(req.Params)
+	if len(params) > 0 && string(params) != "null" && params[0] != '{' {
+		if !isNotification {
+			c.replyError(id, Errorf(ReasonInvalidParams, "invalid params: params must be an object"))
+		}
+		return
+	}
+	if string(params) == "null" {
+		params = nil
+	}
+	select {
+	case c.inflight <- struct{}{}:
+	default:
+		if !isNotification {
+			c.replyError(id, Errorf(ReasonOverloaded, "too many requests in flight on this connection (limit %d); retry with backoff", c.opt.MaxInFlight).With("limit", c.opt.MaxInFlight))
+		}
+		return
+	}
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		defer func() { <-c.inflight }()
+		result, err := c.call(h, method, params)
+		if isNotification {
+			return
+		}
+		if err != nil {
+			c.replyError(id, AsError(err))
+			return
+		}
+		c.reply(id, result)
+	}()
+}
+
+func (c *Conn) call(h Handler, method string, params json.RawMessage) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.opt.Logger.Error("rpc handler panicked", "method", method, "panic", fmt.Sprint(p))
+			err = Errorf(ReasonInternal, "internal error in %s", method)
+		}
+	}()
+	return h(c.ctx, c, params)
+}
+
+type wireResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *wireError      `json:"error,omitempty"`
+}
+
+type wireError struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+func (c *Conn) reply(id json.RawMessage, result any) {
+	if result == nil {
+		result = struct{}{}
+	}
+	b, err := json.Marshal(wireResponse{JSONRPC: Version, ID: id, Result: result})
+	if err != nil {
+		c.replyError(id, Errorf(ReasonInternal, "cannot encode result: %v", err))
+		return
+	}
+	c.enqueueResponse(b)
+}
+
+func (c *Conn) replyError(id json.RawMessage, e *Error) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	data := make(map[string]any, len(e.Data)+1)
+	for k, v := range e.Data {
+		data[k] = v
+	}
+	data["reason"] = string(e.Reason)
+	msg := e.Message
+	if msg == "" {
+		msg = string(e.Reason)
+	}
+	b, err := json.Marshal(wireResponse{JSONRPC: Version, ID: id, Error: &wireError{Code: e.Code, Message: msg, Data: data}})
+	if err != nil {
+		b, _ = json.Marshal(wireResponse{JSONRPC: Version, ID: id, Error: &wireError{Code: CodeInternal, Message: "cannot encode error", Data: map[string]any{"reason": ReasonInternal}}})
+	}
+	c.enqueueResponse(b)
+}
+
+// enqueueResponse never drops: responses are bounded by MaxInFlight, and the
+// queue has room for them beyond the notification bound.
+func (c *Conn) enqueueResponse(b []byte) {
+	select {
+	case c.out <- b:
+	case <-c.ctx.Done():
+	}
+}
+
+// Notify queues a notification without blocking. When the client has
+// SendQueue notifications unread, it is too slow: the connection is closed
+// with 1008 and Notify returns false; the client reconnects and resumes from
+// its last event seq.
+func (c *Conn) Notify(method string, params any) bool {
+	b, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{Version, method, params})
+	if err != nil {
+		c.opt.Logger.Error("rpc: cannot encode notification", "method", method, "err", err)
+		return false
+	}
+	return c.NotifyRaw(b)
+}
+
+// NotifyRaw queues an already encoded notification frame; see Notify.
+func (c *Conn) NotifyRaw(frame []byte) bool {
+	if c.ctx.Err() != nil {
+		return false
+	}
+	if c.notifies.Add(1) > int64(c.opt.SendQueue) {
+		c.notifies.Add(-1)
+		c.slow()
+		return false
+	}
+	select {
+	case c.out <- tagNotify(frame):
+		return true
+	default:
+		c.notifies.Add(-1)
+		c.slow()
+		return false
+	}
+}
+
+// Notification frames are marked by a leading NUL byte so the writer can
+// count them out of the bound; it is stripped before writing.
+func tagNotify(b []byte) []byte { return append([]byte{0}, b...) }
+
+func (c *Conn) writeLoop() {
+	defer func() {
+		// The close handshake; the status was set by shutdown or slow.
+		c.mu.Lock()
+		status, reason := c.closeStatus, c.closeReason
+		c.mu.Unlock()
+		if status == 0 {
+			status = websocket.StatusInternalError
+		}
+		c.ws.Close(status, reason)
+	}()
+	for {
+		select {
+		case b := <-c.out:
+			if len(b) > 0 && b[0] == 0 {
+				b = b[1:]
+				c.notifies.Add(-1)
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, c.opt.WriteTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, b)
+			cancel()
+			if err != nil {
+				if c.ctx.Err() == nil {
+					c.slow()
+				}
+				return
+			}
+		case <-c.ctx.Done():
+			if context.Cause(c.ctx) == errSlow {
+				return
+			}
+			// Flush what is already queued (responses and notifications of
+			// work that happened) before the close handshake, bounded.
+			deadline := time.Now().Add(time.Second)
+			for time.Now().Before(deadline) {
+				select {
+				case b := <-c.out:
+					if len(b) > 0 && b[0] == 0 {
+						b = b[1:]
+					}
+					ctx, cancel := context.WithDeadline(context.Background(), deadline)
+					err := c.ws.Write(ctx, websocket.MessageText, b)
+					cancel()
+					if err != nil {
+						return
+					}
+				default:
+					return
+				}
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package rpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ProtocolVersion is the protocol number of PROTOCOL.md (v1).
+const ProtocolVersion = 1
+
+// Method names (PROTOCOL.md section 4) and the one notification (section 6).
+const (
+	MethodInitialize      = "initialize"
+	MethodDaemonInfo      = "daemon.info"
+	MethodSessionCreate   = "session.create"
+	MethodSessionResume   = "session.resume"
+	MethodSessionList     = "session.list"
+	MethodPromptSubmit    = "prompt.submit"
+	MethodPromptCancel    = "prompt.cancel"
+	MethodInterrupt       = "session.interrupt"
+	MethodResolveUnknown  = "prompt.resolve_unknown"
+	MethodApprovalRespond = "approval.respond"
+	MethodClarifyRespond  = "clarify.respond"
+	NotifySessionEvent    = "session.event"
+)
+
+// Decode unmarshals params into v. A missing params value decodes as {}.
+// Wrong JSON types come back as ErrInvalidParams naming the field, e.g.
+// `invalid params: "cwd" must be string, not number`. Unknown fields are
+// ignored so that newer clients work with older daemons.
+func Decode(params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "params"
+			}
+			return Errorf(ReasonInvalidParams, "invalid params: %q must be %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value).With("field", field)
+		}
+		return Errorf(ReasonInvalidParams, "invalid params: %v", err)
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"), strings.HasPrefix(goKind, "float"):
+		return "a number"
+	case goKind == "string":
+		return "a string"
+	case goKind == "bool":
+		return "a boolean"
+	case goKind == "slice", goKind == "array":
+		return "an array"
+	case goKind == "map", goKind == "struct", goKind == "ptr":
+		return "an object"
+	}
+	return goKind
+}
+
+// InvalidParams returns an invalid_params error (-32602) about field.
+func InvalidParams(field, format string, args ...any) *Error {
+	return Errorf(ReasonInvalidParams, "invalid params: %s: %s", field, fmt.Sprintf(format, args...)).With("field", field)
+}
+
+// ClientInfo names a client in initialize.
+type ClientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// InitializeParams are the params of initialize.
+type InitializeParams struct {
+	Client   ClientInfo `json:"client"`
+	Protocol *int       `json:"protocol,omitempty"`
+}
+
+// InitializeResult is the result of initialize.
+type InitializeResult struct {
+	Protocol  int    `json:"protocol"`
+	Version   string `json:"version"`
+	BootEpoch int64  `json:"boot_epoch"`
+}
+
+// DaemonInfo is the result of daemon.info.
+type DaemonInfo struct {
+	Version      string `json:"version"`
+	Protocol     int    `json:"protocol"`
+	PID          int    `json:"pid"`
+	BootEpoch    int64  `json:"boot_epoch"`
+	StartedAt    string `json:"started_at"`
+	Home         string `json:"home"`
+	Sessions     int64  `json:"sessions"`
+	RunningTurns int    `json:"running_turns"`
+}
+
+// SessionCreateParams are the params of session.create. Toolsets nil means
+// the default ["terminal","clarify"]; an empty list means no tools.
+type SessionCreateParams struct {
+	Cwd       string    `json:"cwd"`
+	Model     string    `json:"model,omitempty"`
+	Provider  string    `json:"provider,omitempty"`
+	BaseURL   string    `json:"base_url,omitempty"`
+	Toolsets  *[]string `json:"toolsets,omitempty"`
+	Title     string    `json:"title,omitempty"`
+	Source    string    `json:"source,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+}
+
+// SessionRef is {session_id}.
+type SessionRef struct {
+	SessionID string `json:"session_id"`
+}
+
+// ResumeParams are the params of session.resume.
+type ResumeParams struct {
+	SessionID string `json:"session_id"`
+	AfterSeq  *int64 `json:"after_seq,omitempty"`
+}
+
+// Message is one transcript entry in a snapshot. Role is user, assistant,
+// tool or boundary (a boundary closes a turn lost in a crash and is never
+// sent to the model).
+type Message struct {
+	ID          int64           `json:"id"`
+	Role        string          `json:"role"`
+	Content     string          `json:"content"`
+	AdmissionID string          `json:"admission_id,omitempty"`
+	ToolCalls   json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID  string          `json:"tool_call_id,omitempty"`
+	Kind        string          `json:"kind,omitempty"`
+	CreatedAt   string          `json:"created_at"`
+}
+
+// Prompt is an open approval or clarify prompt of the live execution.
+type Prompt struct {
+	PromptID            string          `json:"prompt_id"`
+	SessionID           string          `json:"session_id"`
+	Kind                string          `json:"kind"`
+	ExecutionGeneration int64           `json:"execution_generation"`
+	AdmissionID         string          `json:"admission_id"`
+	Payload             json.RawMessage `json:"payload"`
+	CreatedAt           string          `json:"created_at"`
+	ExpiresAt           string          `json:"expires_at,omitempty"`
+}
+
+// Receipt describes one admission (PROTOCOL.md section 4, prompt.submit).
+// Outcome is null until Status is terminal; ExecutionGeneration is null
+// until the admission started. Reason says why a queued admission waits:
+// busy, capacity or unknown. Text is filled in snapshot pending lists only.
+type Receipt struct {
+	AdmissionID         string  `json:"admission_id"`
+	SessionID           string  `json:"session_id"`
+	InputID             string  `json:"input_id"`
+	Seq                 int64   `json:"seq"`
+	Status              string  `json:"status"`
+	Outcome             *string `json:"outcome"`
+	ExecutionGeneration *int64  `json:"execution_generation"`
+	Reason              string  `json:"reason,omitempty"`
+	Error               string  `json:"error,omitempty"`
+	Duplicate           bool    `json:"duplicate"`
+	Text                string  `json:"text,omitempty"`
+	CreatedAt           string  `json:"created_at,omitempty"`
+}
+
+// Snapshot is the result of session.create and session.resume.
+type Snapshot struct {
+	SessionID           string    `json:"session_id"`
+	Title               string    `json:"title"`
+	Cwd                 string    `json:"cwd"`
+	Model               string    `json:"model"`
+	Provider            string    `json:"provider"`
+	BaseURL             string    `json:"base_url"`
+	Toolsets            []string  `json:"toolsets"`
+	Source              string    `json:"source,omitempty"`
+	CreatedAt           string    `json:"created_at"`
+	ExecutionGeneration int64     `json:"execution_generation"`
+	Running             *string   `json:"running"`
+	Messages            []Message `json:"messages"`
+	Prompts             []Prompt  `json:"prompts"`
+	Pending             []Receipt `json:"pending"`
+	LastSeq             int64     `json:"last_seq"`
+	Events              []Event   `json:"events,omitempty"`
+	SnapshotRequired    bool      `json:"snapshot_required,omitempty"`
+}
+
+// SessionListParams are the params of session.list. Limit defaults to 50
+// and is capped at 500; Cursor is the next_cursor of the previous page.
+type SessionListParams struct {
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SessionSummary is one row of session.list.
+type SessionSummary struct {
+	SessionID    string  `json:"session_id"`
+	Title        string  `json:"title"`
+	Cwd          string  `json:"cwd"`
+	CreatedAt    string  `json:"created_at"`
+	Running      *string `json:"running"`
+	PendingCount int64   `json:"pending_count"`
+}
+
+// SessionList is the result of session.list.
+type SessionList struct {
+	Sessions   []SessionSummary `json:"sessions"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+// SubmitParams are the params of prompt.submit.
+type SubmitParams struct {
+	SessionID   string          `json:"session_id"`
+	InputID     string          `json:"input_id"`
+	Text        string          `json:"text"`
+	Attachments json.RawMessage `json:"attachments,omitempty"`
+}
+
+// AdmissionRef names one admission: prompt.cancel.
+type AdmissionRef struct {
+	SessionID   string `json:"session_id"`
+	AdmissionID string `json:"admission_id"`
+}
+
+// ResolveUnknownParams are the params of prompt.resolve_unknown.
+type ResolveUnknownParams struct {
+	SessionID           string `json:"session_id"`
+	AdmissionID         string `json:"admission_id"`
+	ExecutionGeneration *int64 `json:"execution_generation"`
+}
+
+// InterruptParams are the params of session.interrupt.
+type InterruptParams struct {
+	SessionID           string `json:"session_id"`
+	ExecutionGeneration *int64 `json:"execution_generation,omitempty"`
+}
+
+// InterruptResult is the result of session.interrupt.
+type InterruptResult struct {
+	Interrupted *string `json:"interrupted"`
+}
+
+// RespondParams are the params of approval.respond (Choice) and
+// clarify.respond (Answer: a string or a list of strings).
+type RespondParams struct {
+	SessionID           string          `json:"session_id"`
+	PromptID            string          `json:"prompt_id"`
+	ExecutionGeneration *int64          `json:"execution_generation"`
+	Choice              string          `json:"choice,omitempty"`
+	Answer              json.RawMessage `json:"answer,omitempty"`
+}
+
+// RespondResult is the result of approval.respond and clarify.respond.
+type RespondResult struct {
+	Status   string `json:"status"` // resolved | already_resolved
+	PromptID string `json:"prompt_id"`
+}
+
+// Event is the params of a session.event notification (PROTOCOL.md
+// section 6). Seq is null for streaming deltas, which are not stored.
+type Event struct {
+	SessionID           string          `json:"session_id"`
+	Seq                 *int64          `json:"seq"`
+	Type                string          `json:"type"`
+	AdmissionID         string          `json:"admission_id,omitempty"`
+	ExecutionGeneration *int64          `json:"execution_generation,omitempty"`
+	Payload             json.RawMessage `json:"payload"`
+}

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// EventRetention is how many durable events each session keeps. Older ones
+// are pruned as new ones are appended; session.resume with an after_seq
+// older than the retained window answers snapshot_required. Documented in
+// docs/protocol.md section 6.
+const EventRetention = 10000
+
+// Event is one durable session event (table events). Seq increases by one
+// per event per session. Payload is JSON.
+type Event struct {
+	SessionID           string          `db:"session_id" json:"session_id"`
+	Seq                 int64           `db:"seq" json:"seq"`
+	Type                string          `db:"type" json:"type"`
+	AdmissionID         *string         `db:"admission_id" json:"admission_id,omitempty"`
+	ExecutionGeneration *int64          `db:"execution_generation" json:"execution_generation,omitempty"`
+	Payload             json.RawMessage `db:"payload" json:"payload"`
+	CreatedAt           string          `db:"created_at" json:"created_at"`
+}
+
+// SetEventSink sets the function that receives every appended event after
+// its transaction committed, in commit order, on the committer goroutine. It
+// must not block. Set it before the first write.
+func (db *DB) SetEventSink(f func(Event)) { db.sink = f }
+
+// AppendEvent appends a durable event for sessionID in this transaction and
+// publishes it to the event sink once committed. admissionID may be "" and
+// generation 0 for none. payload is marshalled to JSON. Returns the event
+// with its seq. Prunes events beyond EventRetention every 64 appends.
+func (t *Tx) AppendEvent(sessionID, typ, admissionID string, generation int64, payload any) (Event, error) {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return Event{}, fmt.Errorf("event %s payload: %w", typ, err)
+	}
+	ev := Event{SessionID: sessionID, Type: typ, Payload: body, CreatedAt: Now()}
+	if admissionID != "" {
+		ev.AdmissionID = &admissionID
+	}
+	if generation > 0 {
+		ev.ExecutionGeneration = &generation
+	}
+	if err := t.Get(&ev.Seq, `UPDATE sessions SET last_event_seq = last_event_seq + 1
+		WHERE session_id = ? RETURNING last_event_seq`, sessionID); err != nil {
+		return Event{}, fmt.Errorf("event %s: session %s: %w", typ, sessionID, err)
+	}
+	if _, err := t.Exec(`INSERT INTO events (session_id, seq, type, admission_id, execution_generation, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, ev.SessionID, ev.Seq, ev.Type, ev.AdmissionID, ev.ExecutionGeneration, string(ev.Payload), ev.CreatedAt); err != nil {
+		return Event{}, fmt.Errorf("event %s: %w", typ, err)
+	}
+	if ev.Seq%64 == 0 && ev.Seq > EventRetention {
+		if _, err := t.Exec(`DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, ev.Seq-EventRetention); err != nil {
+			return Event{}, fmt.Errorf("prune events: %w", err)
+		}
+	}
+	if t.sink != nil {
+		sink := t.sink
+		t.OnCommit(func() { sink(ev) })
+	}
+	return ev, nil
+}
+
+// EventsAfter returns the retained events of sessionID with seq > after, in
+// order, and whether the window is complete (false when events after `after`
+// were already pruned, so the caller needs a fresh snapshot).
+func (db *DB) EventsAfter(q Queryer, sessionID string, after int64) (events []Event, complete bool, err error) {
+	if err := q.Select(&events, `SELECT session_id, seq, type, admission_id, execution_generation, payload, created_at
+		FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, after); err != nil {
+		return nil, false, Classify(err)
+	}
+	var last int64
+	if err := q.Get(&last, `SELECT last_event_seq FROM sessions WHERE session_id = ?`, sessionID); err != nil {
+		return nil, false, Classify(err)
+	}
+	if after >= last {
+		return nil, true, nil
+	}
+	if len(events) == 0 || events[0].Seq != after+1 {
+		return nil, false, nil
+	}
+	return events, true, nil
+}
+
+// Queryer is what both *sqlx.Tx and *sqlx.DB offer for reads.
+type Queryer interface {
+	Get(dest any, query string, args ...any) error
+	Select(dest any, query string, args ...any) error
+}
