@@ -1,0 +1,27 @@
+// Package tools owns the tools the model may call and what they need to
+// run safely (PROTOCOL §7):
+//
+//   - the tool registry: [Specs] gives the model-facing definitions (name,
+//     description, JSON Schema) of the "terminal" and "clarify" toolsets,
+//     [ValidToolset] checks a toolset name;
+//   - terminal: [RunTerminal] runs "/bin/sh -c command" in its own process
+//     group with stdin closed and a non-interactive environment, kills the
+//     whole group on timeout, interrupt or exit, and caps the output by
+//     keeping its head and tail in valid UTF-8 with bounded memory;
+//     [ParseTerminalArgs] checks the model's arguments;
+//   - risk classification: [Classify] parses a command with
+//     mvdan.cc/sh/v3/syntax (bash dialect) and rates it safe, dangerous
+//     (needs approval in manual mode) or hardline (never run), with a
+//     stable rule key ([Classification.Pattern]) that approvals with choice
+//     "session" or "always" refer to;
+//   - clarify: [ParseClarifyArgs] normalizes the clarify tool's arguments
+//     into questions; [ClarifyResult] is the shape of its result.
+//
+// What it must not do: it imports nothing else of this project and knows
+// nothing of sessions, prompts, approvals, the store or the wire. It does
+// not decide whether a dangerous command may run (the agent does, using
+// the approval mode and the session's allowed patterns) and it does not
+// open prompts (the prompts package does). It never runs a command that
+// the caller did not pass to RunTerminal, and it leaves no process of its
+// own behind.
+package tools

@@ -1,0 +1,310 @@
+package tools
+
+import (
+	"path"
+	"strings"
+)
+
+// optSpec describes a command's options well enough to find its operands.
+type optSpec struct {
+	shortArg string   // short options that take a value (-u root, -uroot)
+	longArg  []string // long options that take a value when given without '=' (also unique prefixes)
+	dashOpt  bool     // a lone "-" is an option (env -)
+}
+
+// opts maps an option to its value: short options by their letter ("u"),
+// long ones with their dashes ("--user").
+type opts map[string]string
+
+func (o opts) has(keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := o[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (o opts) get(keys ...string) (string, bool) {
+	for _, k := range keys {
+		if v, ok := o[k]; ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// takesValue reports whether long option name (without dashes) takes a
+// value, accepting unique-prefix abbreviations as GNU getopt does.
+func (sp optSpec) takesValue(name string) bool {
+	for _, l := range sp.longArg {
+		if strings.HasPrefix(l, name) && name != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// parseOpts reads the options in front of the first operand (the way
+// wrappers such as sudo and timeout stop at their command). dyn is set
+// when an argument begins with a run-time expansion, so that where the
+// options end cannot be known.
+func parseOpts(args []arg, sp optSpec) (o opts, rest []arg, dyn bool) {
+	o = opts{}
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		s := a.s
+		if a.dynStart {
+			return o, args[i:], true
+		}
+		if s == "--" {
+			i++
+			break
+		}
+		if s == "-" && sp.dashOpt {
+			o["-"] = ""
+			i++
+			continue
+		}
+		if len(s) < 2 || s[0] != '-' {
+			break
+		}
+		i += readOpt(args, i, sp, o)
+	}
+	return o, args[i:], false
+}
+
+// parseAll reads options anywhere before "--" (GNU argument permutation)
+// and returns the operands.
+func parseAll(args []arg, sp optSpec) (o opts, operands []arg) {
+	o = opts{}
+	for i := 0; i < len(args); {
+		s := args[i].s
+		if s == "--" {
+			operands = append(operands, args[i+1:]...)
+			break
+		}
+		if len(s) < 2 || s[0] != '-' || args[i].dynStart {
+			operands = append(operands, args[i])
+			i++
+			continue
+		}
+		i += readOpt(args, i, sp, o)
+	}
+	return o, operands
+}
+
+// readOpt records the option at args[i] into o and returns how many
+// arguments it used (1, or 2 when its value is the next argument).
+func readOpt(args []arg, i int, sp optSpec, o opts) int {
+	s := args[i].s
+	if strings.HasPrefix(s, "--") {
+		name, val, hasVal := strings.Cut(s[2:], "=")
+		if !hasVal && sp.takesValue(name) && i+1 < len(args) {
+			o["--"+name] = args[i+1].s
+			return 2
+		}
+		o["--"+name] = val
+		return 1
+	}
+	for j := 1; j < len(s); j++ {
+		ch := s[j]
+		if strings.IndexByte(sp.shortArg, ch) >= 0 {
+			if val := s[j+1:]; val != "" {
+				o[string(ch)] = val
+				return 1
+			}
+			if i+1 < len(args) {
+				o[string(ch)] = args[i+1].s
+				return 2
+			}
+			o[string(ch)] = ""
+			return 1
+		}
+		o[string(ch)] = ""
+	}
+	return 1
+}
+
+// commandName resolves the program a command word names: a leading
+// backslash (\rm) is dropped and a path is reduced to its base name
+// (/bin/rm is rm).
+func commandName(s string) string {
+	s = strings.TrimLeft(s, `\`)
+	if strings.Contains(s, "/") && strings.TrimRight(s, "/") != "" {
+		s = path.Base(s)
+	}
+	return s
+}
+
+// wrapper describes a command that runs another command given in its
+// arguments.
+type wrapper struct {
+	optSpec
+	positional int  // operands before the wrapped command (timeout DURATION)
+	assigns    bool // NAME=VALUE words before the command (env)
+	elevates   bool // runs the command with other privileges
+}
+
+var wrappers = map[string]wrapper{
+	"sudo": {optSpec: optSpec{shortArg: "ugCDprtTU", longArg: []string{
+		"user", "group", "close-from", "chdir", "prompt", "role", "type", "command-timeout", "other-user", "host"}}, elevates: true},
+	"doas":     {optSpec: optSpec{shortArg: "uC"}, elevates: true},
+	"pkexec":   {optSpec: optSpec{longArg: []string{"user"}}, elevates: true},
+	"run0":     {optSpec: optSpec{shortArg: "uDg", longArg: []string{"user", "group", "chdir", "unit", "property", "description", "slice", "nice", "machine", "setenv"}}, elevates: true},
+	"su":       {optSpec: optSpec{shortArg: "cgGsw", longArg: []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"}}, elevates: true},
+	"env":      {optSpec: optSpec{shortArg: "uCS", longArg: []string{"unset", "chdir", "split-string"}, dashOpt: true}, assigns: true},
+	"xargs":    {optSpec: optSpec{shortArg: "adEILnPs", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}}},
+	"nice":     {optSpec: optSpec{shortArg: "n", longArg: []string{"adjustment"}}},
+	"nohup":    {},
+	"timeout":  {optSpec: optSpec{shortArg: "sk", longArg: []string{"signal", "kill-after"}}, positional: 1},
+	"command":  {},
+	"exec":     {optSpec: optSpec{shortArg: "a"}},
+	"builtin":  {},
+	"time":     {optSpec: optSpec{shortArg: "fo", longArg: []string{"format", "output"}}},
+	"stdbuf":   {optSpec: optSpec{shortArg: "ioe", longArg: []string{"input", "output", "error"}}},
+	"ionice":   {optSpec: optSpec{shortArg: "cnpPu", longArg: []string{"class", "classdata", "pid", "pgid", "uid"}}},
+	"setsid":   {},
+	"unbuffer": {},
+	"busybox":  {},
+	"chroot":   {optSpec: optSpec{longArg: []string{"userspec", "groups"}}, positional: 1},
+	"taskset":  {positional: 1},
+	"flock":    {optSpec: optSpec{shortArg: "wEc", longArg: []string{"timeout", "conflict-exit-code", "command"}}, positional: 1},
+	"watch":    {optSpec: optSpec{shortArg: "n", longArg: []string{"interval"}}},
+	"ssh":      {optSpec: optSpec{shortArg: "BbcDEeFIiJLlmOoPpQRSWw"}},
+}
+
+// resolved is a command line with its wrappers peeled off.
+type resolved struct {
+	name     string   // base name of the command that finally runs; "" if none
+	args     []arg    // its arguments
+	dynamic  bool     // the name (or where it starts) is computed at run time
+	dynText  string   // the rendered computed name, for the reason
+	elevated []string // wrappers that change privileges (sudo, doas, …)
+	xargs    bool     // the command runs under xargs, with arguments read from input
+	shellSrc []string // strings the wrappers hand to a shell (sudo -s, su -c, watch, flock -c, ssh host cmd)
+}
+
+// resolve peels wrappers (sudo, env, xargs, timeout, …) off a command line.
+func resolve(args []arg) resolved {
+	var r resolved
+	for hops := 0; hops < 32 && len(args) > 0; hops++ {
+		a := args[0]
+		if a.dyn {
+			r.dynamic, r.dynText = true, a.s
+			return r
+		}
+		name := commandName(a.s)
+		if strings.ContainsAny(name, "*?") || strings.Contains(name, "[") && name != "[" && name != "[[" {
+			r.dynamic, r.dynText = true, a.s
+			return r
+		}
+		w, ok := wrappers[name]
+		if !ok {
+			r.name, r.args = name, args[1:]
+			return r
+		}
+		if w.elevates {
+			r.elevated = append(r.elevated, name)
+		}
+		if name == "su" {
+			// su [options] [-] [user [args]]: options may follow the user.
+			o, _ := parseAll(args[1:], w.optSpec)
+			if src, ok := o.get("c", "--command", "--session-command"); ok {
+				r.shellSrc = append(r.shellSrc, src)
+			}
+			return r
+		}
+		o, rest, dyn := parseOpts(args[1:], w.optSpec)
+		if dyn {
+			r.dynamic, r.dynText = true, rest[0].s
+			return r
+		}
+		switch name {
+		case "sudo", "doas":
+			if o.has("s", "i", "--shell", "--login") {
+				if len(rest) > 0 {
+					r.shellSrc = append(r.shellSrc, joinArgs(rest))
+				}
+				return r
+			}
+		case "env":
+			if src, ok := o.get("S", "--split-string"); ok {
+				rest = append(renderSplit(src), rest...)
+			}
+		case "xargs":
+			r.xargs = true
+		case "command":
+			if o.has("v", "V") {
+				return r
+			}
+		case "ionice":
+			if o.has("p", "P", "u", "--pid", "--pgid", "--uid") {
+				return r
+			}
+		case "taskset":
+			if o.has("p", "--pid") {
+				return r
+			}
+		case "flock":
+			if src, ok := o.get("c", "--command"); ok {
+				r.shellSrc = append(r.shellSrc, src)
+				return r
+			}
+		case "ssh":
+			// ssh [options] host [command]: the remote shell parses the
+			// command, which is classified as if it ran here.
+			if len(rest) > 1 {
+				r.shellSrc = append(r.shellSrc, joinArgs(rest[1:]))
+			}
+			return r
+		case "watch":
+			if !o.has("x", "--exec") {
+				if len(rest) > 0 {
+					r.shellSrc = append(r.shellSrc, joinArgs(rest))
+				}
+				return r
+			}
+		}
+		if w.assigns {
+			for len(rest) > 0 && isAssignment(rest[0].s) {
+				rest = rest[1:]
+			}
+		}
+		for n := 0; n < w.positional && len(rest) > 0; n++ {
+			rest = rest[1:]
+		}
+		if name == "flock" && len(rest) > 1 && (rest[0].s == "-c" || rest[0].s == "--command") {
+			r.shellSrc = append(r.shellSrc, rest[1].s)
+			return r
+		}
+		args = rest
+	}
+	return r
+}
+
+// renderSplit splits env -S's string into arguments, roughly as the shell
+// would (the classifier errs on the side of finding commands).
+func renderSplit(s string) []arg {
+	var out []arg
+	for _, f := range strings.Fields(s) {
+		out = append(out, arg{s: strings.Trim(f, `'"`)})
+	}
+	return out
+}
+
+// isAssignment reports whether s looks like NAME=value.
+func isAssignment(s string) bool {
+	name, _, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '_' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,350 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults of [TerminalOptions].
+const (
+	// DefaultTerminalTimeout is the run time allowed when TerminalOptions.Timeout is zero.
+	DefaultTerminalTimeout = 180 * time.Second
+	// DefaultOutputLimit is the output cap in bytes when TerminalOptions.OutputLimit is zero.
+	DefaultOutputLimit = 50000
+)
+
+// How long RunTerminal waits, after the shell exits and its process group
+// has been killed, for processes that left the group but still hold the
+// output pipe. Also used as exec.Cmd.WaitDelay.
+const drainDelay = 2 * time.Second
+
+// nonInteractiveEnv is added to the daemon's environment for every
+// terminal command so that nothing waits for a person: editors, pagers,
+// credential prompts and package-manager questions are disabled.
+var nonInteractiveEnv = []string{
+	"GIT_EDITOR=true",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_PAGER=cat",
+	"PAGER=cat",
+	"DEBIAN_FRONTEND=noninteractive",
+}
+
+// TerminalArgs are the model's arguments to the terminal tool (PROTOCOL §7).
+type TerminalArgs struct {
+	// Command is a /bin/sh command line.
+	Command string `json:"command"`
+	// Timeout is the run time limit in seconds; 0 means the session default.
+	Timeout int `json:"timeout,omitempty"`
+}
+
+// TerminalResult is the outcome of [RunTerminal], sent back to the model as
+// the terminal tool's result.
+type TerminalResult struct {
+	// ExitCode is the shell's exit status; -1 when the command was killed
+	// (timeout, interrupt, signal) or failed to start.
+	ExitCode int `json:"exit_code"`
+	// Output is stdout and stderr interleaved as written, valid UTF-8
+	// (invalid bytes become U+FFFD), capped at TerminalOptions.OutputLimit
+	// bytes by keeping the head and the tail around a marker
+	// "\n… [N bytes omitted] …\n"; notes such as a timeout are appended.
+	Output string `json:"output"`
+	// Truncated is true when bytes were omitted from Output.
+	Truncated bool `json:"truncated"`
+	// TotalBytes counts the bytes the command wrote, before any capping.
+	TotalBytes int64 `json:"total_bytes"`
+	// DurationMS is the wall time from start to the end of the output, in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+	// TimedOut is true when the timeout killed the process group.
+	TimedOut bool `json:"timed_out,omitempty"`
+}
+
+// TerminalOptions configures [RunTerminal].
+type TerminalOptions struct {
+	// Cwd is the working directory; empty means the daemon's own.
+	Cwd string
+	// Timeout bounds the run time; zero or negative means DefaultTerminalTimeout.
+	Timeout time.Duration
+	// OutputLimit caps Output in bytes (head and tail kept, marker and notes
+	// excluded); zero or negative means DefaultOutputLimit.
+	OutputLimit int
+	// OnOutput, if not nil, receives the output as it arrives, in valid
+	// UTF-8 chunks, for live display. It is called from another goroutine,
+	// one call at a time, and never after RunTerminal returns. It should
+	// return quickly: a slow OnOutput slows the command's writes.
+	OnOutput func(chunk string)
+
+	// started, if set (tests), receives the process group id once the shell runs.
+	started func(pgid int)
+}
+
+var errTimedOut = errors.New("terminal command timed out")
+
+// RunTerminal runs "/bin/sh -c command" in opt.Cwd, in its own process
+// group, with stdin from /dev/null and a non-interactive environment
+// (GIT_EDITOR=true, GIT_TERMINAL_PROMPT=0, PAGER=cat, GIT_PAGER=cat,
+// DEBIAN_FRONTEND=noninteractive on top of the daemon's environment).
+//
+// When the shell exits, whatever it left running in its process group is
+// killed. When the timeout expires the whole group is killed with SIGKILL
+// and the result has TimedOut set, ExitCode -1 and a note in Output; that
+// is not an error. When ctx is cancelled (an interrupt) the whole group is
+// killed too, and RunTerminal returns the partial result (ExitCode -1)
+// together with ctx's error. If the shell cannot be started (for example
+// Cwd does not exist) it returns ExitCode -1 and the start error. A non-zero
+// exit status is reported in ExitCode, not as an error.
+//
+// Processes that move themselves to another process group or session
+// (setsid, daemons) are outside the group and are not killed; RunTerminal
+// stops waiting for their output a short while after the shell exits.
+func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (TerminalResult, error) {
+	timeout := opt.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTerminalTimeout
+	}
+	limit := opt.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	res := TerminalResult{ExitCode: -1}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return res, fmt.Errorf("tools: terminal output pipe: %w", err)
+	}
+	defer pr.Close()
+
+	cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
+	cmd.Dir = opt.Cwd
+	cmd.Env = append(os.Environ(), nonInteractiveEnv...)
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// reaped is set once the shell is known to have exited and is about to
+	// be reaped: from then on its id may be reused, so Cancel must not kill
+	// by that id any more (RunTerminal has killed the group already).
+	var mu sync.Mutex
+	reaped := false
+	cmd.Cancel = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if reaped {
+			return nil
+		}
+		return killGroup(cmd.Process.Pid)
+	}
+	cmd.WaitDelay = drainDelay
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return res, fmt.Errorf("tools: start terminal command: %w", err)
+	}
+	pw.Close() // the children hold the only write ends now
+	pgid := cmd.Process.Pid
+	if opt.started != nil {
+		opt.started(pgid)
+	}
+
+	out := newCapture(limit, opt.OnOutput)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		out.readFrom(pr)
+	}()
+
+	// Kill the leftovers of the group (background jobs and the like) after
+	// the shell exits but before it is reaped, while its id still pins the
+	// group id.
+	var waitErr error
+	if waitExited(pgid) == nil {
+		mu.Lock()
+		_ = killGroup(pgid)
+		reaped = true
+		mu.Unlock()
+		waitErr = cmd.Wait()
+	} else {
+		waitErr = cmd.Wait()
+		_ = killGroup(pgid)
+	}
+
+	drain := time.NewTimer(drainDelay)
+	select {
+	case <-readDone:
+	case <-drain.C:
+		pr.Close() // someone outside the group holds the pipe: stop reading
+		<-readDone
+	}
+	drain.Stop()
+	res.DurationMS = time.Since(start).Milliseconds()
+	res.Output, res.Truncated = out.result()
+	res.TotalBytes = out.total
+
+	ps := cmd.ProcessState
+	exited := ps != nil && ps.Exited()
+	switch {
+	case exited:
+		res.ExitCode = ps.ExitCode()
+	case ctx.Err() != nil:
+		res.Output += "\n[interrupted: process group killed]"
+		return res, ctx.Err()
+	case errors.Is(context.Cause(runCtx), errTimedOut):
+		res.TimedOut = true
+		res.Output += fmt.Sprintf("\n[timed out after %s: process group killed]", timeout)
+	case ps != nil:
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Output += fmt.Sprintf("\n[terminated by signal: %s]", ws.Signal())
+		}
+	default:
+		return res, fmt.Errorf("tools: wait for terminal command: %w", waitErr)
+	}
+	return res, nil
+}
+
+// killGroup sends SIGKILL to every process of process group pgid.
+func killGroup(pgid int) error {
+	if pgid <= 0 {
+		return nil
+	}
+	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// capture keeps the head and the tail of a command's output within a byte
+// limit, in valid UTF-8, without holding the rest: memory stays O(limit).
+type capture struct {
+	headCap int
+	head    []byte
+	tail    []byte // ring buffer of the latest bytes after the head filled
+	tailPos int    // next write position in tail
+	tailLen int    // bytes in tail
+	full    bool   // head closed: everything further goes to tail
+	clean   int64  // sanitized bytes seen
+	total   int64  // raw bytes read
+	carry   []byte // incomplete UTF-8 sequence at the end of the last read
+	notify  func(string)
+}
+
+func newCapture(limit int, notify func(string)) *capture {
+	headCap := limit / 2
+	return &capture{
+		headCap: headCap,
+		head:    make([]byte, 0, headCap),
+		tail:    make([]byte, limit-headCap),
+		notify:  notify,
+	}
+}
+
+// readFrom copies r into the capture until EOF or a read error.
+func (c *capture) readFrom(r io.Reader) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			c.write(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(c.carry) > 0 {
+		c.emit(strings.ToValidUTF8(string(c.carry), "\uFFFD"))
+		c.carry = nil
+	}
+}
+
+// write takes raw bytes; an incomplete rune at the end waits for the next
+// write, everything else is sanitized and stored.
+func (c *capture) write(raw []byte) {
+	c.total += int64(len(raw))
+	data := raw
+	if len(c.carry) > 0 {
+		data = append(c.carry, raw...)
+		c.carry = nil
+	}
+	for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(data[i]) {
+			if !utf8.FullRune(data[i:]) {
+				c.carry = append([]byte(nil), data[i:]...)
+				data = data[:i]
+			}
+			break
+		}
+	}
+	if len(data) > 0 {
+		c.emit(strings.ToValidUTF8(string(data), "\uFFFD"))
+	}
+}
+
+// emit stores a valid UTF-8 chunk and passes it to notify.
+func (c *capture) emit(s string) {
+	if s == "" {
+		return
+	}
+	c.clean += int64(len(s))
+	rest := s
+	if !c.full {
+		n := min(c.headCap-len(c.head), len(rest))
+		for n > 0 && n < len(rest) && !utf8.RuneStart(rest[n]) {
+			n--
+		}
+		c.head = append(c.head, rest[:n]...)
+		rest = rest[n:]
+		if rest != "" {
+			c.full = true
+		}
+	}
+	if size := len(c.tail); size > 0 && rest != "" {
+		if len(rest) > size {
+			rest = rest[len(rest)-size:]
+		}
+		for len(rest) > 0 {
+			k := copy(c.tail[c.tailPos:], rest)
+			rest = rest[k:]
+			c.tailPos = (c.tailPos + k) % size
+			c.tailLen = min(c.tailLen+k, size)
+		}
+	}
+	if c.notify != nil {
+		c.notify(s)
+	}
+}
+
+// result assembles the capped output.
+func (c *capture) result() (string, bool) {
+	tail := make([]byte, 0, c.tailLen)
+	if c.tailLen == len(c.tail) {
+		tail = append(tail, c.tail[c.tailPos:]...)
+		tail = append(tail, c.tail[:c.tailPos]...)
+	} else {
+		tail = append(tail, c.tail[:c.tailLen]...)
+	}
+	omitted := c.clean - int64(len(c.head)) - int64(len(tail))
+	if omitted <= 0 {
+		return string(c.head) + string(tail), false
+	}
+	// The tail may start inside a rune: drop the continuation bytes.
+	for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
+		tail = tail[1:]
+		omitted++
+	}
+	return string(c.head) + fmt.Sprintf("\n… [%d bytes omitted] …\n", omitted) + string(tail), true
+}
