@@ -68,7 +68,10 @@ func (t *Tx) AppendEvent(sessionID, typ, admissionID string, generation int64, p
 // order, and whether the window is complete (false when events after `after`
 // were already pruned, so the caller needs a fresh snapshot).
 func (db *DB) EventsAfter(q Queryer, sessionID string, after int64) (events []Event, complete bool, err error) {
-	if err := q.Select(&events, `SELECT session_id, seq, type, admission_id, execution_generation, payload, created_at
+	// payload is TEXT, which the driver returns as a string; json.RawMessage
+	// scans only from []byte, hence the CAST.
+	if err := q.Select(&events, `SELECT session_id, seq, type, admission_id, execution_generation,
+		CAST(payload AS BLOB) AS payload, created_at
 		FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, after); err != nil {
 		return nil, false, Classify(err)
 	}

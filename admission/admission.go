@@ -1,0 +1,523 @@
+package admission
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// Status is where an admission stands in its session's FIFO. The same
+// values are enforced by the CHECK constraint of session_admissions.status.
+type Status string
+
+const (
+	// StatusQueued: committed and waiting. Moved on by the Scheduler's
+	// claim (→ started) or by Cancel (→ terminal/cancelled).
+	StatusQueued Status = "queued"
+	// StatusStarted: its turn runs in this daemon (owner_epoch). Moved on by
+	// Settle when the turn ends (→ terminal with any outcome but cancelled),
+	// or by Recover at the next boot when its daemon died (→ unknown).
+	StatusStarted Status = "started"
+	// StatusUnknown: it was started when an earlier daemon died, so its
+	// effects are uncertain; it holds its session's FIFO. Moved on only by
+	// ResolveUnknown, the operator's decision (→ terminal/interrupted).
+	StatusUnknown Status = "unknown"
+	// StatusTerminal: settled with an Outcome. Never moves again.
+	StatusTerminal Status = "terminal"
+)
+
+// Outcome is how a terminal admission ended; set exactly when the status is
+// terminal (a CHECK constraint enforces it).
+type Outcome string
+
+const (
+	OutcomeCompleted   Outcome = "completed"   // the turn ran to its final answer
+	OutcomeInterrupted Outcome = "interrupted" // session.interrupt, graceful stop, or resolve_unknown
+	OutcomeFailed      Outcome = "failed"      // the model or the turn failed; see Admission.Error
+	OutcomeCancelled   Outcome = "cancelled"   // prompt.cancel while queued
+)
+
+// Waiting reasons of a queued receipt (PROTOCOL.md section 4).
+const (
+	WaitBusy     = "busy"     // its session runs a turn, or earlier inputs wait
+	WaitCapacity = "capacity" // the daemon-wide limit of concurrent turns is reached
+	WaitUnknown  = "unknown"  // an unknown admission holds the session's FIFO
+)
+
+// Errors. Each maps to one wire reason in the daemon.
+var (
+	ErrSessionNotFound   = errors.New("session not found")                                     // not_found
+	ErrNotFound          = errors.New("admission not found")                                   // not_found
+	ErrConflict          = errors.New("input_id already admitted with another payload")        // admission_conflict
+	ErrCancelled         = errors.New("input_id was admitted and then cancelled")              // cancelled
+	ErrNotQueued         = errors.New("admission is no longer queued")                         // not_queued
+	ErrUnknownExecution  = errors.New("an unknown admission needs an operator decision first") // unknown_execution
+	ErrStaleGeneration   = errors.New("execution generation is not the live one")              // stale_generation
+	ErrIllegalTransition = errors.New("illegal admission transition")                          // internal: a bug or a lost race
+	ErrNothingQueued     = errors.New("nothing to claim")                                      // internal to the scheduler
+	ErrSessionBusy       = errors.New("session runs a turn")                                   // session_busy
+)
+
+// Admission is one session_admissions row.
+type Admission struct {
+	AdmissionID         string         `db:"admission_id"`
+	SessionID           string         `db:"target_session_id"`
+	InputID             string         `db:"request_id"`
+	Seq                 int64          `db:"seq"`
+	Status              Status         `db:"status"`
+	Outcome             sql.NullString `db:"outcome"`
+	ExecutionGeneration sql.NullInt64  `db:"execution_generation"`
+	OwnerEpoch          sql.NullInt64  `db:"owner_epoch"`
+	Text                string         `db:"text"`
+	Attachments         sql.NullString `db:"attachments"`
+	PayloadDigest       string         `db:"payload_digest"`
+	Error               sql.NullString `db:"error"`
+	CreatedAt           string         `db:"created_at"`
+	StartedAt           sql.NullString `db:"started_at"`
+	SettledAt           sql.NullString `db:"settled_at"`
+}
+
+const columns = `admission_id, target_session_id, request_id, seq, status, outcome, execution_generation,
+	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at`
+
+// Receipt is the wire shape of an admission (PROTOCOL.md section 4); it is
+// also the payload of admission.updated events.
+type Receipt struct {
+	AdmissionID         string  `json:"admission_id"`
+	SessionID           string  `json:"session_id"`
+	InputID             string  `json:"input_id"`
+	Seq                 int64   `json:"seq"`
+	Status              Status  `json:"status"`
+	Outcome             *string `json:"outcome"`
+	ExecutionGeneration *int64  `json:"execution_generation"`
+	Reason              string  `json:"reason,omitempty"`
+	Error               string  `json:"error,omitempty"`
+	Duplicate           bool    `json:"duplicate"`
+	Text                string  `json:"text,omitempty"`
+	CreatedAt           string  `json:"created_at,omitempty"`
+}
+
+// Receipt converts a row to its wire shape, without Text.
+func (a Admission) Receipt() Receipt {
+	r := Receipt{AdmissionID: a.AdmissionID, SessionID: a.SessionID, InputID: a.InputID, Seq: a.Seq,
+		Status: a.Status, Error: a.Error.String, CreatedAt: a.CreatedAt}
+	if a.Outcome.Valid {
+		o := a.Outcome.String
+		r.Outcome = &o
+	}
+	if a.ExecutionGeneration.Valid {
+		g := a.ExecutionGeneration.Int64
+		r.ExecutionGeneration = &g
+	}
+	return r
+}
+
+// Generation is the execution generation, 0 when never started.
+func (a Admission) Generation() int64 { return a.ExecutionGeneration.Int64 }
+
+var inputIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// ValidInputID reports whether id is 1-128 characters of [A-Za-z0-9._:-].
+func ValidInputID(id string) bool { return inputIDPattern.MatchString(id) }
+
+// Digest is the payload digest that decides duplicate vs conflict: sha256
+// over the text and the attachments' canonical JSON, hex.
+func Digest(text string, attachments json.RawMessage) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s", len(text), text)
+	if len(attachments) > 0 {
+		h.Write([]byte{0})
+		h.Write(attachments)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Queue performs the FIFO's transitions against the store. Epoch is this
+// daemon's boot_epoch, stamped as owner_epoch on claimed rows.
+type Queue struct {
+	DB    *store.DB
+	Epoch int64
+}
+
+func get(q store.Queryer, where string, args ...any) (Admission, error) {
+	var a Admission
+	err := q.Get(&a, `SELECT `+columns+` FROM session_admissions WHERE `+where, args...)
+	return a, err
+}
+
+// Get returns one admission of sessionID; ErrNotFound when there is none.
+func (q *Queue) Get(ctx context.Context, sessionID, admissionID string) (Admission, error) {
+	var a Admission
+	err := q.DB.Get(ctx, &a, `SELECT `+columns+` FROM session_admissions WHERE admission_id = ? AND target_session_id = ?`, admissionID, sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, ErrNotFound
+	}
+	return a, err
+}
+
+// Pending returns every non-terminal admission of sessionID in seq order.
+func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
+	var out []Admission
+	err := q.Select(&out, `SELECT `+columns+` FROM session_admissions
+		WHERE target_session_id = ? AND status <> 'terminal' ORDER BY seq`, sessionID)
+	return out, store.Classify(err)
+}
+
+// AdmitRequest is what prompt.submit asks to admit.
+type AdmitRequest struct {
+	SessionID   string
+	InputID     string
+	Text        string
+	Attachments json.RawMessage // nil when none
+}
+
+// Admit commits a queued admission for req, or returns the existing one
+// with duplicate=true when (session, input_id) was admitted before with the
+// same payload. Errors: ErrSessionNotFound, ErrConflict (same input_id,
+// other payload), ErrCancelled (that admission was cancelled),
+// store.ErrUnavailable (nothing was committed). The returned admission is
+// committed when Admit returns nil. atCapacity tells whether the daemon-wide
+// limit is reached, for the receipt's reason; it may be nil.
+func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() bool) (Receipt, error) {
+	digest := Digest(req.Text, req.Attachments)
+	var rec Receipt
+	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		existing, err := get(tx, `target_session_id = ? AND request_id = ?`, req.SessionID, req.InputID)
+		switch {
+		case err == nil:
+			if existing.PayloadDigest != digest {
+				return fmt.Errorf("%w: input_id %q is admission %s", ErrConflict, req.InputID, existing.AdmissionID)
+			}
+			if existing.Outcome.String == string(OutcomeCancelled) {
+				return fmt.Errorf("%w: input_id %q (admission %s)", ErrCancelled, req.InputID, existing.AdmissionID)
+			}
+			rec = existing.Receipt()
+			rec.Duplicate = true
+			if existing.Status == StatusQueued {
+				rec.Reason, err = waitReason(tx, existing, atCapacity)
+			}
+			return err
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		var seq int64
+		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
+			WHERE session_id = ? RETURNING next_admission_seq - 1`, req.SessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
+		} else if err != nil {
+			return err
+		}
+		a := Admission{AdmissionID: "adm_" + uuid.Must(uuid.NewV7()).String(), SessionID: req.SessionID,
+			InputID: req.InputID, Seq: seq, Status: StatusQueued, Text: req.Text,
+			PayloadDigest: digest, CreatedAt: store.Now()}
+		if len(req.Attachments) > 0 {
+			a.Attachments = sql.NullString{String: string(req.Attachments), Valid: true}
+		}
+		if _, err := tx.Exec(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
+			text, attachments, payload_digest, created_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
+			a.AdmissionID, a.SessionID, a.InputID, a.Seq, a.Text, a.Attachments, a.PayloadDigest, a.CreatedAt); err != nil {
+			return err
+		}
+		rec = a.Receipt()
+		if rec.Reason, err = waitReason(tx, a, atCapacity); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, 0, rec)
+		return err
+	})
+	return rec, store.Classify(err)
+}
+
+// waitReason says why the queued admission a waits, from the store's view of
+// its session and the scheduler's capacity.
+func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (string, error) {
+	var ahead []string
+	if err := q.Select(&ahead, `SELECT status FROM session_admissions
+		WHERE target_session_id = ? AND status <> 'terminal' AND seq < ? ORDER BY seq`, a.SessionID, a.Seq); err != nil {
+		return "", err
+	}
+	for _, s := range ahead {
+		if Status(s) == StatusUnknown {
+			return WaitUnknown, nil
+		}
+	}
+	for _, s := range ahead {
+		if Status(s) == StatusStarted {
+			return WaitBusy, nil
+		}
+	}
+	if atCapacity != nil && atCapacity() {
+		return WaitCapacity, nil
+	}
+	if len(ahead) > 0 {
+		return WaitBusy, nil
+	}
+	return "", nil
+}
+
+// WaitReasons annotates queued receipts of one session, in seq order, with
+// why they wait (see waitReason), without touching the store.
+func WaitReasons(pending []Receipt, atCapacity bool) {
+	blocked := ""
+	for i := range pending {
+		switch pending[i].Status {
+		case StatusUnknown:
+			blocked = WaitUnknown
+		case StatusStarted:
+			if blocked == "" {
+				blocked = WaitBusy
+			}
+		case StatusQueued:
+			switch {
+			case blocked != "":
+				pending[i].Reason = blocked
+			case atCapacity:
+				pending[i].Reason = WaitCapacity
+			case i > 0:
+				pending[i].Reason = WaitBusy
+			}
+		}
+	}
+}
+
+// Claim starts the lowest-seq queued admission of sessionID in one
+// transaction: it increments sessions.execution_generation, stamps that
+// generation and q.Epoch on the row, appends the user message to the
+// transcript, and appends admission.updated and turn.started events.
+// Refused with ErrSessionBusy while the session has a started admission,
+// ErrUnknownExecution while it has an unknown one, ErrNothingQueued when
+// nothing waits. before, when not nil, runs first in the same transaction.
+func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) {
+	var a Admission
+	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		var blocking []string
+		if err := tx.Select(&blocking, `SELECT status FROM session_admissions
+			WHERE target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID); err != nil {
+			return err
+		}
+		if len(blocking) > 0 {
+			if Status(blocking[0]) == StatusUnknown {
+				return ErrUnknownExecution
+			}
+			return ErrSessionBusy
+		}
+		// One guarded statement takes the head of the FIFO and stamps the
+		// next generation; the NOT EXISTS guard makes a second started row
+		// impossible even if the check above raced.
+		err := tx.Get(&a, `UPDATE session_admissions
+			SET status = 'started',
+			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?1),
+			    owner_epoch = ?2, started_at = ?3
+			WHERE admission_id = (SELECT admission_id FROM session_admissions
+			                      WHERE target_session_id = ?1 AND status = 'queued' ORDER BY seq LIMIT 1)
+			  AND status = 'queued'
+			  AND NOT EXISTS (SELECT 1 FROM session_admissions
+			                  WHERE target_session_id = ?1 AND status IN ('started', 'unknown'))
+			RETURNING `+columns, sessionID, q.Epoch, store.Now())
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNothingQueued
+		} else if err != nil {
+			return err
+		}
+		res, err := tx.Exec(`UPDATE sessions SET execution_generation = ? WHERE session_id = ? AND execution_generation = ?`,
+			a.Generation(), sessionID, a.Generation()-1)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("%w: generation of session %s moved during claim", ErrIllegalTransition, sessionID)
+		}
+		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, store.RoleUser, a.Text, nil, "", ""); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent(sessionID, "admission.updated", a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent(sessionID, "turn.started", a.AdmissionID, a.Generation(), map[string]any{"input_id": a.InputID, "text": a.Text})
+		return err
+	})
+	return a, store.Classify(err)
+}
+
+// SettleHook runs inside a settle or resolve transaction, e.g. to close the
+// turn's open prompts. resolution is the prompt.closed resolution to use.
+type SettleHook func(tx *store.Tx, a Admission, resolution string) error
+
+// Settle ends the started admission a (its generation must match) with
+// outcome, which must be completed, interrupted or failed; errText is kept
+// for failed turns. A turn that did not complete gets its transcript closed
+// (synthetic results for tool calls that never ran, then a boundary). Emits
+// admission.updated and turn.completed. hook, when not nil, runs first in
+// the same transaction. Errors: ErrStaleGeneration when the row is not
+// started with that generation any more, ErrNotFound.
+func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errText string, hook SettleHook) (Admission, error) {
+	if outcome == OutcomeCancelled {
+		return a, fmt.Errorf("%w: a started admission cannot be cancelled", ErrIllegalTransition)
+	}
+	if a.Generation() <= 0 {
+		// transition treats generation 0 as "any": a started row always has one.
+		return a, fmt.Errorf("%w: execution_generation must be positive", ErrStaleGeneration)
+	}
+	var out Admission
+	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		if hook != nil {
+			res := "interrupted"
+			if outcome == OutcomeCompleted {
+				res = "fenced"
+			}
+			if err := hook(tx, a, res); err != nil {
+				return err
+			}
+		}
+		var err error
+		out, err = transition(tx, a.SessionID, a.AdmissionID, StatusStarted, a.Generation(), outcome, errText)
+		if err != nil {
+			return err
+		}
+		if outcome != OutcomeCompleted {
+			note, boundary := "not run: turn interrupted", "[turn interrupted before it finished]"
+			if outcome == OutcomeFailed {
+				note, boundary = "not run: turn failed", "[turn failed: "+errText+"]"
+			}
+			if _, err := tx.CloseTurn(a.SessionID, a.AdmissionID, note, boundary); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, a.Generation(), out.Receipt()); err != nil {
+			return err
+		}
+		payload := map[string]any{"outcome": outcome}
+		if errText != "" {
+			payload["error"] = errText
+		}
+		_, err = tx.AppendEvent(a.SessionID, "turn.completed", a.AdmissionID, a.Generation(), payload)
+		return err
+	})
+	return out, store.Classify(err)
+}
+
+// transition moves one row from `from` (with generation gen when gen > 0)
+// to terminal/outcome in one guarded statement, and explains zero rows.
+func transition(tx *store.Tx, sessionID, admissionID string, from Status, gen int64, outcome Outcome, errText string) (Admission, error) {
+	var a Admission
+	err := tx.Get(&a, `UPDATE session_admissions SET status = 'terminal', outcome = ?, error = ?, settled_at = ?
+		WHERE admission_id = ? AND target_session_id = ? AND status = ? AND (? = 0 OR execution_generation = ?)
+		RETURNING `+columns, string(outcome), sql.NullString{String: errText, Valid: errText != ""}, store.Now(),
+		admissionID, sessionID, string(from), gen, gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, explain(tx, sessionID, admissionID, from, gen)
+	}
+	return a, err
+}
+
+// explain turns a guarded statement's zero rows into a typed error.
+func explain(tx *store.Tx, sessionID, admissionID string, from Status, gen int64) error {
+	cur, err := get(tx, `admission_id = ? AND target_session_id = ?`, admissionID, sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %s in session %s", ErrNotFound, admissionID, sessionID)
+	} else if err != nil {
+		return err
+	}
+	switch {
+	case from == StatusQueued && cur.Status == StatusUnknown:
+		return fmt.Errorf("%w: admission %s is unknown", ErrUnknownExecution, admissionID)
+	case from == StatusQueued:
+		return fmt.Errorf("%w: admission %s is %s", ErrNotQueued, admissionID, cur.Status)
+	case cur.Status != from:
+		return fmt.Errorf("%w: admission %s is %s, not %s", ErrStaleGeneration, admissionID, cur.Status, from)
+	default:
+		return fmt.Errorf("%w: admission %s runs generation %d, not %d", ErrStaleGeneration, admissionID, cur.Generation(), gen)
+	}
+}
+
+// Cancel moves a queued admission to terminal/cancelled. Errors:
+// ErrNotFound, ErrNotQueued (started or terminal), ErrUnknownExecution.
+func (q *Queue) Cancel(ctx context.Context, sessionID, admissionID string) (Admission, error) {
+	var out Admission
+	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if out, err = transition(tx, sessionID, admissionID, StatusQueued, 0, OutcomeCancelled, ""); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent(sessionID, "admission.updated", admissionID, 0, out.Receipt())
+		return err
+	})
+	return out, store.Classify(err)
+}
+
+// ResolveUnknown is the operator's decision that the unknown admission will
+// not run again: it moves to terminal/interrupted, its transcript is closed
+// with a boundary, and the FIFO behind it may move on. It never re-runs the
+// input. Errors: ErrNotFound, ErrStaleGeneration (not unknown, or gen
+// differs).
+func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID string, gen int64, hook SettleHook) (Admission, error) {
+	var out Admission
+	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		if gen <= 0 {
+			return fmt.Errorf("%w: execution_generation must be positive", ErrStaleGeneration)
+		}
+		var err error
+		if out, err = transition(tx, sessionID, admissionID, StatusUnknown, gen, OutcomeInterrupted, ""); err != nil {
+			return err
+		}
+		if hook != nil {
+			if err := hook(tx, out, "fenced"); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CloseTurn(sessionID, admissionID, "not run: the daemon stopped during this turn",
+			"[turn lost: the daemon stopped while it ran; an operator resolved it without re-running]"); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent(sessionID, "admission.updated", admissionID, gen, out.Receipt()); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent(sessionID, "turn.completed", admissionID, gen, map[string]any{"outcome": OutcomeInterrupted, "error": "resolved by operator after a crash"})
+		return err
+	})
+	return out, store.Classify(err)
+}
+
+// RecoverResult reports what Recover did.
+type RecoverResult struct {
+	Unknown  []Admission // started rows of earlier processes, now unknown
+	Sessions []string    // sessions with queued admissions to schedule
+}
+
+// Recover is the boot step, run before the server listens: every started
+// row left by an earlier process becomes unknown (with an admission.updated
+// event), and hook (closing prompts of earlier processes) runs in the same
+// transaction. It returns the sessions that have queued admissions.
+func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (RecoverResult, error) {
+	var res RecoverResult
+	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		res = RecoverResult{}
+		if err := tx.Select(&res.Unknown, `UPDATE session_admissions SET status = 'unknown'
+			WHERE status = 'started' AND owner_epoch <> ? RETURNING `+columns, q.Epoch); err != nil {
+			return err
+		}
+		for _, a := range res.Unknown {
+			if _, err := tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
+				return err
+			}
+		}
+		if hook != nil {
+			if err := hook(tx); err != nil {
+				return err
+			}
+		}
+		return tx.Select(&res.Sessions, `SELECT target_session_id FROM session_admissions WHERE status = 'queued'
+			GROUP BY target_session_id ORDER BY MIN(created_at), target_session_id`)
+	})
+	return res, store.Classify(err)
+}

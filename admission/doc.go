@@ -1,0 +1,13 @@
+// Package admission owns the durable per-session admission FIFO of
+// PROTOCOL.md section 5: admit (idempotent by input_id), claim (lowest seq,
+// one started per session, bumps the execution generation), settle, cancel,
+// resolve_unknown, boot recovery, and the Scheduler that runs claimed
+// admissions through an Executor within a daemon-wide capacity.
+//
+// Every transition is one guarded UPDATE … WHERE status = … RETURNING;
+// zero rows is a lost race or an illegal move and comes back as a typed
+// error. Each change appends its session events in the same transaction.
+//
+// It must not know about WebSockets, the model or tools: the agent turn runs
+// behind the Executor interface, and prompt cleanup behind a settle hook.
+package admission

@@ -1,0 +1,327 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Turn is one claimed admission handed to the Executor.
+type Turn struct {
+	Admission Admission
+}
+
+// Result is how the Executor says a turn ended. Outcome is completed or
+// failed (with Error); the scheduler itself settles interrupted turns.
+type Result struct {
+	Outcome Outcome
+	Error   string
+}
+
+// Executor runs one turn to its end. ctx is cancelled on session.interrupt
+// and on graceful stop; Run must then stop its tools and return promptly.
+// Whatever Run returns after its ctx was cancelled, the turn settles
+// interrupted.
+type Executor interface {
+	Run(ctx context.Context, t Turn) Result
+}
+
+// ErrStopping is the cancel cause of turns interrupted by a graceful stop.
+var ErrStopping = errors.New("daemon stopping")
+
+// ErrInterrupted is the cancel cause of turns stopped by session.interrupt.
+var ErrInterrupted = errors.New("turn interrupted")
+
+type run struct {
+	a      Admission
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	final  Admission
+	err    error
+}
+
+// Scheduler starts queued admissions: at most one started per session and
+// at most Max across the daemon. It wakes on admit, settle and resolve
+// (Wake), never polls, and settles each turn once, from the goroutine that
+// ran it.
+type Scheduler struct {
+	q      *Queue
+	exec   Executor
+	max    int
+	hook   SettleHook
+	log    *slog.Logger
+	settle time.Duration
+
+	claimMu    sync.Mutex // held by a scheduling pass; Stop takes it to fence claims
+	mu         sync.Mutex
+	running    map[string]*run  // by session
+	candidates map[string]int64 // sessions that may have claimable work, by order of arrival
+	order      int64
+	stopping   bool
+	wake       chan struct{}
+	loopDone   chan struct{}
+	runs       sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
+}
+
+// NewScheduler returns a scheduler over q. max is
+// limits.max_concurrent_turns (≥ 1). hook runs inside every settle
+// transaction (closing the turn's prompts).
+func NewScheduler(q *Queue, exec Executor, max int, hook SettleHook, log *slog.Logger) *Scheduler {
+	if max < 1 {
+		max = 1
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Scheduler{q: q, exec: exec, max: max, hook: hook, log: log,
+		running: map[string]*run{}, candidates: map[string]int64{}, wake: make(chan struct{}, 1)}
+}
+
+// Start launches the scheduling loop; sessions lists the sessions with
+// queued work found by Recover.
+func (s *Scheduler) Start(sessions []string) {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.loopDone = make(chan struct{})
+	s.Wake(sessions...)
+	go s.loop()
+}
+
+// Wake tells the scheduler that these sessions may have claimable work.
+func (s *Scheduler) Wake(sessionIDs ...string) {
+	s.mu.Lock()
+	for _, id := range sessionIDs {
+		if _, ok := s.candidates[id]; !ok {
+			s.order++
+			s.candidates[id] = s.order
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// AtCapacity reports whether Max turns run now.
+func (s *Scheduler) AtCapacity() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running) >= s.max
+}
+
+// Running returns the admission running in sessionID, if any.
+func (s *Scheduler) Running(sessionID string) (Admission, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.running[sessionID]
+	if !ok {
+		return Admission{}, false
+	}
+	return r.a, true
+}
+
+// RunningCount is the number of turns running now.
+func (s *Scheduler) RunningCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running)
+}
+
+func (s *Scheduler) loop() {
+	defer close(s.loopDone)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.schedule()
+	}
+}
+
+// schedule claims for candidate sessions, oldest first, while there is
+// capacity.
+func (s *Scheduler) schedule() {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	for {
+		s.mu.Lock()
+		if s.stopping || len(s.running) >= s.max || len(s.candidates) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		ids := make([]string, 0, len(s.candidates))
+		for id := range s.candidates {
+			if _, busy := s.running[id]; busy {
+				delete(s.candidates, id) // its settle wakes it again
+				continue
+			}
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return s.candidates[ids[i]] < s.candidates[ids[j]] })
+		s.mu.Unlock()
+		if len(ids) == 0 {
+			return
+		}
+		progressed := false
+		for _, id := range ids {
+			s.mu.Lock()
+			stop := s.stopping || len(s.running) >= s.max
+			s.mu.Unlock()
+			if stop || s.ctx.Err() != nil {
+				return
+			}
+			a, err := s.q.Claim(s.ctx, id)
+			s.mu.Lock()
+			switch {
+			case err == nil:
+				delete(s.candidates, id)
+				s.startLocked(a)
+				progressed = true
+			case errors.Is(err, ErrNothingQueued), errors.Is(err, ErrUnknownExecution), errors.Is(err, ErrSessionBusy), errors.Is(err, ErrSessionNotFound):
+				delete(s.candidates, id)
+			default:
+				// The store failed; keep the candidate and retry on the
+				// next wake (the next admit or settle).
+				s.log.Error("claim failed", "session_id", id, "err", err)
+			}
+			s.mu.Unlock()
+		}
+		if !progressed {
+			return
+		}
+	}
+}
+
+func (s *Scheduler) startLocked(a Admission) {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	r := &run{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s.running[a.SessionID] = r
+	s.runs.Add(1)
+	go s.execute(ctx, r)
+}
+
+func (s *Scheduler) execute(ctx context.Context, r *run) {
+	defer s.runs.Done()
+	res := s.exec.Run(ctx, Turn{Admission: r.a})
+	outcome, errText := res.Outcome, res.Error
+	if cause := context.Cause(ctx); cause != nil {
+		outcome, errText = OutcomeInterrupted, ""
+		if errors.Is(cause, ErrStopping) {
+			errText = "daemon stopping"
+		}
+	}
+	if outcome != OutcomeCompleted && outcome != OutcomeFailed && outcome != OutcomeInterrupted {
+		outcome, errText = OutcomeFailed, "executor returned no outcome"
+	}
+	// Settle with a context that survives the interrupt, so the terminal
+	// state is committed before anyone hears the turn ended. Retry while
+	// the store is unavailable: a started row must not be left behind by a
+	// live daemon.
+	var final Admission
+	var err error
+	for attempt := 0; ; attempt++ {
+		final, err = s.q.Settle(context.Background(), r.a, outcome, errText, s.hook)
+		if err == nil || !isRetryable(err) || attempt >= 50 {
+			break
+		}
+		time.Sleep(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond)
+	}
+	if err != nil {
+		s.log.Error("settle failed; the admission stays started and becomes unknown at the next boot",
+			"admission_id", r.a.AdmissionID, "err", err)
+	}
+	s.mu.Lock()
+	r.final, r.err = final, err
+	delete(s.running, r.a.SessionID)
+	close(r.done)
+	s.mu.Unlock()
+	if err == nil {
+		s.Wake(r.a.SessionID)
+	} else {
+		s.Wake()
+	}
+	// A freed slot may let other sessions start.
+	s.mu.Lock()
+	if len(s.candidates) > 0 {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+}
+
+func isRetryable(err error) bool {
+	return !errors.Is(err, ErrStaleGeneration) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIllegalTransition)
+}
+
+// Interrupt stops the turn running in sessionID and waits until it settled
+// terminal/interrupted. gen, when > 0, must be the running generation
+// (ErrStaleGeneration otherwise). It returns the settled admission, or
+// ok=false when no turn runs.
+func (s *Scheduler) Interrupt(ctx context.Context, sessionID string, gen int64) (Admission, bool, error) {
+	s.mu.Lock()
+	r, ok := s.running[sessionID]
+	s.mu.Unlock()
+	if !ok {
+		return Admission{}, false, nil
+	}
+	if gen > 0 && gen != r.a.Generation() {
+		return Admission{}, false, ErrStaleGeneration
+	}
+	r.cancel(ErrInterrupted)
+	select {
+	case <-r.done:
+		return r.final, true, r.err
+	case <-ctx.Done():
+		return r.a, true, ctx.Err()
+	}
+}
+
+// Stop is the graceful stop: no new claims, every running turn is
+// cancelled with ErrStopping and settled interrupted, and Stop returns
+// when they all settled or ctx ends. Queued admissions stay queued.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	// Wait for a scheduling pass in progress: a claim it committed starts
+	// its turn, which is then interrupted like every running turn.
+	s.claimMu.Lock()
+	s.claimMu.Unlock()
+	s.mu.Lock()
+	for _, r := range s.running {
+		r.cancel(ErrStopping)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if s.cancel != nil {
+		s.cancel()
+		<-s.loopDone
+	}
+	return err
+}
+
+// IsLive reports whether admissionID runs generation gen in sessionID now
+// and has not been asked to stop (interrupt or graceful stop). Prompt
+// answers are accepted only while this holds.
+func (s *Scheduler) IsLive(sessionID, admissionID string, gen int64) bool {
+	s.mu.Lock()
+	r, ok := s.running[sessionID]
+	s.mu.Unlock()
+	return ok && r.a.AdmissionID == admissionID && r.a.Generation() == gen && r.ctx.Err() == nil
+}
