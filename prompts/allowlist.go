@@ -1,0 +1,71 @@
+package prompts
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// Approval allowlists. A "session" choice allows the approval's pattern for
+// the rest of that session (table session_approvals); an "always" choice
+// allows it in every session from now on (table approval_allowlist). The
+// pattern is the risk rule's key from the approval payload (e.g.
+// "rm-recursive"), so approving one recursive delete approves that kind of
+// command, not that exact text.
+
+// recordAllowance stores the pattern of an answered approval when its
+// choice is session or always.
+func recordAllowance(tx *store.Tx, p Prompt, answer json.RawMessage) error {
+	var a struct {
+		Choice string `json:"choice"`
+	}
+	var payload struct {
+		Pattern string `json:"pattern"`
+	}
+	if json.Unmarshal(answer, &a) != nil || json.Unmarshal([]byte(p.Payload), &payload) != nil || payload.Pattern == "" {
+		return nil
+	}
+	switch a.Choice {
+	case ChoiceSession:
+		_, err := tx.Exec(`INSERT INTO session_approvals (session_id, pattern, created_at) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, p.SessionID, payload.Pattern, store.Now())
+		return err
+	case ChoiceAlways:
+		_, err := tx.Exec(`INSERT INTO approval_allowlist (pattern, created_at, source_session_id) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, payload.Pattern, store.Now(), p.SessionID)
+		return err
+	}
+	return nil
+}
+
+// Allowed reports whether pattern was approved for the session ("session")
+// or for every session ("always").
+func (m *Manager) Allowed(ctx context.Context, sessionID, pattern string) (bool, error) {
+	if pattern == "" {
+		return false, nil
+	}
+	var one int
+	err := m.db.Get(ctx, &one, `SELECT 1 FROM approval_allowlist WHERE pattern = ?
+		UNION ALL SELECT 1 FROM session_approvals WHERE session_id = ? AND pattern = ? LIMIT 1`, pattern, sessionID, pattern)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// AllowRule is one "always" allowlist entry.
+type AllowRule struct {
+	Pattern         string         `db:"pattern" json:"pattern"`
+	CreatedAt       string         `db:"created_at" json:"created_at"`
+	SourceSessionID sql.NullString `db:"source_session_id" json:"-"`
+}
+
+// AlwaysAllowed lists the persisted "always" allowlist, oldest first.
+func (m *Manager) AlwaysAllowed(ctx context.Context) ([]AllowRule, error) {
+	var rs []AllowRule
+	err := m.db.Select(ctx, &rs, `SELECT pattern, created_at, source_session_id FROM approval_allowlist ORDER BY created_at, pattern`)
+	return rs, err
+}

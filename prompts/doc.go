@@ -1,0 +1,11 @@
+// Package prompts owns approval and clarify prompts bound to an execution
+// generation (PROTOCOL.md sections 4 and 5): a turn opens a prompt and waits
+// (Ask); a client answers it (Respond) only while the prompt's execution is
+// the live one; interrupt, shutdown, timeout and boot recovery close it with
+// a prompt.closed event and wake the waiting tool at once. It also keeps the
+// approval allowlists ("session" and "always" choices).
+//
+// It must not know about the FIFO's rules or the wire: liveness of an
+// execution comes from a callback, and errors are typed for the daemon to
+// map.
+package prompts

@@ -1,0 +1,394 @@
+package prompts
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// Prompt kinds.
+const (
+	KindApproval = "approval"
+	KindClarify  = "clarify"
+)
+
+// Resolutions of prompt.closed (PROTOCOL.md section 6).
+const (
+	ResolutionAnswered    = "answered"    // a client answered
+	ResolutionTimedOut    = "timed_out"   // approvals.timeout / agent.clarify_timeout passed
+	ResolutionInterrupted = "interrupted" // session.interrupt or graceful stop ended the turn
+	ResolutionFenced      = "fenced"      // its execution is gone (restart, resolve_unknown)
+)
+
+// Results of Respond.
+const (
+	StatusResolved        = "resolved"
+	StatusAlreadyResolved = "already_resolved"
+)
+
+// Approval choices (PROTOCOL.md section 7).
+const (
+	ChoiceOnce    = "once"
+	ChoiceSession = "session"
+	ChoiceAlways  = "always"
+	ChoiceDeny    = "deny"
+)
+
+// ValidChoice reports whether c is once, session, always or deny.
+func ValidChoice(c string) bool {
+	switch c {
+	case ChoiceOnce, ChoiceSession, ChoiceAlways, ChoiceDeny:
+		return true
+	}
+	return false
+}
+
+// Errors; the daemon maps each to a wire reason.
+var (
+	ErrNotFound        = errors.New("prompt not found")                           // not_found
+	ErrStaleGeneration = errors.New("the prompt's execution is not the live one") // stale_generation
+	ErrInvalidAnswer   = errors.New("invalid answer")                             // invalid_params
+	ErrNotLive         = errors.New("the turn is no longer live")                 // Ask: the execution ended
+)
+
+// Prompt is one prompts row.
+type Prompt struct {
+	PromptID            string         `db:"prompt_id"`
+	SessionID           string         `db:"session_id"`
+	AdmissionID         string         `db:"admission_id"`
+	ExecutionGeneration int64          `db:"execution_generation"`
+	OwnerEpoch          int64          `db:"owner_epoch"`
+	Kind                string         `db:"kind"`
+	Payload             string         `db:"payload"`
+	Status              string         `db:"status"`
+	Resolution          sql.NullString `db:"resolution"`
+	Response            sql.NullString `db:"response"`
+	CreatedAt           string         `db:"created_at"`
+	ExpiresAt           sql.NullString `db:"expires_at"`
+	ClosedAt            sql.NullString `db:"closed_at"`
+}
+
+const columns = `prompt_id, session_id, admission_id, execution_generation, owner_epoch, kind, payload, status,
+	resolution, response, created_at, expires_at, closed_at`
+
+// Wire is the prompt's shape in prompt.opened events and snapshots.
+func (p Prompt) Wire() map[string]any {
+	w := map[string]any{"prompt_id": p.PromptID, "session_id": p.SessionID, "kind": p.Kind,
+		"execution_generation": p.ExecutionGeneration, "admission_id": p.AdmissionID,
+		"payload": json.RawMessage(p.Payload), "created_at": p.CreatedAt}
+	if p.ExpiresAt.Valid {
+		w["expires_at"] = p.ExpiresAt.String
+	}
+	return w
+}
+
+// OpenForSession returns the open prompts of sessionID owned by epoch, in
+// creation order.
+func OpenForSession(q store.Queryer, sessionID string, epoch int64) ([]Prompt, error) {
+	var ps []Prompt
+	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND owner_epoch = ?
+		ORDER BY created_at, prompt_id`, sessionID, epoch)
+	return ps, store.Classify(err)
+}
+
+// Outcome is how an Ask ended. Response is the stored answer JSON:
+// {"choice": …} for approvals, {"answer": …} for clarify; empty unless
+// Resolution is answered.
+type Outcome struct {
+	PromptID   string
+	Resolution string
+	Response   json.RawMessage
+}
+
+// LiveFunc reports whether admissionID runs generation gen in sessionID
+// right now and has not been asked to stop.
+type LiveFunc func(sessionID, admissionID string, gen int64) bool
+
+// Manager opens, answers and closes prompts. Safe for concurrent use.
+type Manager struct {
+	db    *store.DB
+	epoch int64
+	log   *slog.Logger
+	live  LiveFunc
+
+	mu      sync.Mutex
+	waiters map[string]chan Outcome
+}
+
+// NewManager returns a Manager for the daemon of boot epoch.
+func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]chan Outcome{}}
+}
+
+// SetLive sets the liveness check used by Respond; set it before serving.
+func (m *Manager) SetLive(f LiveFunc) { m.live = f }
+
+func (m *Manager) isLive(p Prompt) bool {
+	return p.OwnerEpoch == m.epoch && (m.live == nil || m.live(p.SessionID, p.AdmissionID, p.ExecutionGeneration))
+}
+
+// deliver hands o to the waiter of o.PromptID, if one waits. Called after
+// commit only.
+func (m *Manager) deliver(o Outcome) {
+	m.mu.Lock()
+	ch := m.waiters[o.PromptID]
+	delete(m.waiters, o.PromptID)
+	m.mu.Unlock()
+	if ch != nil {
+		ch <- o // buffered 1; each waiter gets one delivery
+	}
+}
+
+// closeEvent appends prompt.closed for p and delivers the outcome after
+// commit.
+func (m *Manager) closeEvent(tx *store.Tx, p Prompt, resolution string, response json.RawMessage) error {
+	payload := map[string]any{"prompt_id": p.PromptID, "resolution": resolution}
+	if len(response) > 0 {
+		payload["response"] = response
+	}
+	if _, err := tx.AppendEvent(p.SessionID, "prompt.closed", p.AdmissionID, p.ExecutionGeneration, payload); err != nil {
+		return err
+	}
+	o := Outcome{PromptID: p.PromptID, Resolution: resolution, Response: response}
+	tx.OnCommit(func() { m.deliver(o) })
+	return nil
+}
+
+// Ask is one prompt a turn opens and waits on.
+type Ask struct {
+	SessionID   string
+	AdmissionID string
+	Generation  int64
+	Kind        string        // KindApproval or KindClarify
+	Payload     any           // JSON object shown to the user
+	Timeout     time.Duration // after this the prompt closes timed_out
+}
+
+// Ask opens a prompt for the live execution (prompt.opened event, in one
+// transaction fenced on the admission being started with that generation)
+// and waits until it is answered, times out, or ctx ends. On ctx end it
+// returns at once with ctx's error; the settle of the turn then closes the
+// prompt (interrupted). Errors: ErrNotLive when the execution already ended,
+// store.ErrUnavailable.
+func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
+	payload, err := json.Marshal(a.Payload)
+	if err != nil {
+		return Outcome{}, err
+	}
+	now := time.Now()
+	p := Prompt{PromptID: "prm_" + uuid.Must(uuid.NewV7()).String(), SessionID: a.SessionID, AdmissionID: a.AdmissionID,
+		ExecutionGeneration: a.Generation, OwnerEpoch: m.epoch, Kind: a.Kind, Payload: string(payload), Status: "open",
+		CreatedAt: store.FormatTime(now)}
+	if a.Timeout > 0 {
+		p.ExpiresAt = sql.NullString{String: store.FormatTime(now.Add(a.Timeout)), Valid: true}
+	}
+	ch := make(chan Outcome, 1)
+	m.mu.Lock()
+	m.waiters[p.PromptID] = ch
+	m.mu.Unlock()
+	forget := func() {
+		m.mu.Lock()
+		delete(m.waiters, p.PromptID)
+		m.mu.Unlock()
+	}
+	err = m.db.InTx(ctx, func(tx *store.Tx) error {
+		res, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
+			SELECT ?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL
+			WHERE EXISTS (SELECT 1 FROM session_admissions WHERE admission_id = ? AND target_session_id = ?
+			              AND status = 'started' AND execution_generation = ? AND owner_epoch = ?)`,
+			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt,
+			p.AdmissionID, p.SessionID, p.ExecutionGeneration, m.epoch)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrNotLive
+		}
+		_, err = tx.AppendEvent(p.SessionID, "prompt.opened", p.AdmissionID, p.ExecutionGeneration, map[string]any{"prompt": p.Wire()})
+		return err
+	})
+	if err != nil {
+		forget()
+		return Outcome{PromptID: p.PromptID}, err
+	}
+	var timeout <-chan time.Time
+	if a.Timeout > 0 {
+		t := time.NewTimer(a.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case o := <-ch:
+		return o, nil
+	case <-ctx.Done():
+		forget()
+		return Outcome{PromptID: p.PromptID, Resolution: ResolutionInterrupted}, ctx.Err()
+	case <-timeout:
+		closed := false
+		err := m.db.InTx(context.Background(), func(tx *store.Tx) error {
+			var got Prompt
+			err := tx.Get(&got, `UPDATE prompts SET status = 'closed', resolution = 'timed_out', closed_at = ?
+				WHERE prompt_id = ? AND status = 'open' RETURNING `+columns, store.Now(), p.PromptID)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // an answer or a close won the race; it was delivered
+			} else if err != nil {
+				return err
+			}
+			closed = true
+			return m.closeEvent(tx, got, ResolutionTimedOut, nil)
+		})
+		if err != nil {
+			forget()
+			// Fail closed: an approval that could not be recorded is a deny.
+			return Outcome{PromptID: p.PromptID, Resolution: ResolutionTimedOut}, err
+		}
+		_ = closed
+		select {
+		case o := <-ch:
+			return o, nil
+		case <-ctx.Done():
+			forget()
+			return Outcome{PromptID: p.PromptID, Resolution: ResolutionInterrupted}, ctx.Err()
+		}
+	}
+}
+
+// Response is one approval.respond or clarify.respond.
+type Response struct {
+	SessionID  string
+	PromptID   string
+	Kind       string
+	Generation int64
+	Answer     json.RawMessage // {"choice": …} or {"answer": …}
+}
+
+// Respond answers a prompt of the live execution. It returns
+// StatusResolved for the first answer and StatusAlreadyResolved for later
+// ones while the execution is live. Errors: ErrNotFound (no such prompt in
+// that session, or another kind), ErrStaleGeneration (the generation given
+// is not the prompt's, or its execution is no longer live: interrupted,
+// restarted, resolved), store.ErrUnavailable. A "session" or "always"
+// approval records its pattern in the same transaction.
+func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
+	var p Prompt
+	err := m.db.Get(ctx, &p, `SELECT `+columns+` FROM prompts WHERE prompt_id = ? AND session_id = ?`, r.PromptID, r.SessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s in session %s", ErrNotFound, r.PromptID, r.SessionID)
+	} else if err != nil {
+		return "", err
+	}
+	if p.Kind != r.Kind {
+		return "", fmt.Errorf("%w: %s is a %s prompt; answer it with %s.respond", ErrNotFound, p.PromptID, p.Kind, p.Kind)
+	}
+	if r.Generation != p.ExecutionGeneration {
+		return "", fmt.Errorf("%w: prompt %s belongs to execution %d, not %d", ErrStaleGeneration, p.PromptID, p.ExecutionGeneration, r.Generation)
+	}
+	if !m.isLive(p) {
+		return "", fmt.Errorf("%w: execution %d of prompt %s has ended", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID)
+	}
+	if p.Status == "closed" {
+		return m.closedStatus(p)
+	}
+	status := StatusResolved
+	err = m.db.InTx(ctx, func(tx *store.Tx) error {
+		var got Prompt
+		err := tx.Get(&got, `UPDATE prompts SET status = 'closed', resolution = 'answered', response = ?, closed_at = ?
+			WHERE prompt_id = ? AND status = 'open' AND owner_epoch = ?
+			  AND EXISTS (SELECT 1 FROM session_admissions a WHERE a.admission_id = prompts.admission_id
+			              AND a.status = 'started' AND a.execution_generation = prompts.execution_generation)
+			RETURNING `+columns, string(r.Answer), store.Now(), p.PromptID, m.epoch)
+		if errors.Is(err, sql.ErrNoRows) {
+			cur, err := getPrompt(tx, p.PromptID)
+			if err != nil {
+				return err
+			}
+			status, err = m.closedStatus(cur)
+			return err
+		} else if err != nil {
+			return err
+		}
+		if p.Kind == KindApproval {
+			if err := recordAllowance(tx, got, r.Answer); err != nil {
+				return err
+			}
+		}
+		return m.closeEvent(tx, got, ResolutionAnswered, r.Answer)
+	})
+	if err != nil {
+		return "", err
+	}
+	return status, nil
+}
+
+// closedStatus explains a closed prompt of a live execution: answered or
+// timed out means the first resolution won; anything else means the
+// execution moved on.
+func (m *Manager) closedStatus(p Prompt) (string, error) {
+	if p.Status == "closed" && (p.Resolution.String == ResolutionAnswered || p.Resolution.String == ResolutionTimedOut) && m.isLive(p) {
+		return StatusAlreadyResolved, nil
+	}
+	return "", fmt.Errorf("%w: prompt %s was closed (%s)", ErrStaleGeneration, p.PromptID, p.Resolution.String)
+}
+
+func getPrompt(q store.Queryer, id string) (Prompt, error) {
+	var p Prompt
+	err := q.Get(&p, `SELECT `+columns+` FROM prompts WHERE prompt_id = ?`, id)
+	return p, err
+}
+
+// CloseForAdmission closes every open prompt of the admission with
+// resolution in tx (the settle or resolve transaction) and wakes their
+// waiters after commit.
+func (m *Manager) CloseForAdmission(tx *store.Tx, sessionID, admissionID, resolution string) error {
+	var ps []Prompt
+	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = ?, closed_at = ?
+		WHERE session_id = ? AND admission_id = ? AND status = 'open' RETURNING `+columns,
+		resolution, store.Now(), sessionID, admissionID); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := m.closeEvent(tx, p, resolution, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FenceEarlierEpochs is the boot-recovery hook: prompts left open by
+// earlier daemons close as fenced, each with a prompt.closed event.
+func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
+	var ps []Prompt
+	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
+		WHERE status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), m.epoch); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := m.closeEvent(tx, p, ResolutionFenced, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop wakes every remaining waiter with interrupted.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	ws := m.waiters
+	m.waiters = map[string]chan Outcome{}
+	m.mu.Unlock()
+	for id, ch := range ws {
+		ch <- Outcome{PromptID: id, Resolution: ResolutionInterrupted}
+	}
+}
