@@ -1,0 +1,369 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/model"
+	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/tools"
+)
+
+// Session holds a session's frozen launch settings.
+type Session struct {
+	ID       string
+	Cwd      string
+	Model    string
+	BaseURL  string
+	Toolsets []string
+}
+
+// Turn identifies the execution being run.
+type Turn struct {
+	SessionID   string
+	AdmissionID string
+	Generation  int64
+}
+
+// Model streams one chat completion (see model.Client.Stream).
+type Model interface {
+	Stream(ctx context.Context, req model.Request, onDelta func(text string)) (*model.Response, error)
+}
+
+// Prompter opens prompts and reads approval allowlists (see
+// prompts.Manager).
+type Prompter interface {
+	Ask(ctx context.Context, a prompts.Ask) (prompts.Outcome, error)
+	Allowed(ctx context.Context, sessionID, pattern string) (bool, error)
+}
+
+// ToolEvent describes a tool call for tool.started / tool.completed.
+type ToolEvent struct {
+	CallID   string
+	Name     string
+	Args     json.RawMessage
+	OK       bool
+	ExitCode *int
+	Result   string // the tool message content given to the model
+}
+
+// Journal persists the turn and emits its events. Every write is fenced:
+// it fails with ErrNotLive once the turn's execution is no longer the live
+// one, so a stale turn can never write.
+type Journal interface {
+	// Transcript returns the session's transcript, including this turn's
+	// user message.
+	Transcript(ctx context.Context, t Turn) ([]Stored, error)
+	// AssistantMessage appends an assistant message (text and tool calls)
+	// and emits message.completed.
+	AssistantMessage(ctx context.Context, t Turn, content string, calls []model.ToolCall) error
+	// ToolStarted emits tool.started.
+	ToolStarted(ctx context.Context, t Turn, ev ToolEvent) error
+	// ToolCompleted appends the tool result message and emits
+	// tool.completed, in one transaction.
+	ToolCompleted(ctx context.Context, t Turn, ev ToolEvent) error
+	// Delta emits an ephemeral (not stored) event: message.delta {text} or
+	// tool.output {tool_call_id, text}.
+	Delta(t Turn, typ string, payload any)
+}
+
+// ErrNotLive is returned by a Journal when the turn was fenced.
+var ErrNotLive = errors.New("turn is no longer live")
+
+// Config bounds turns; durations are wall-clock.
+type Config struct {
+	ApprovalMode    string        // manual | strict | off
+	ApprovalTimeout time.Duration // unanswered approval = deny
+	ClarifyTimeout  time.Duration
+	MaxIterations   int // model calls per turn
+	TerminalTimeout time.Duration
+	OutputLimit     int // bytes of terminal output kept
+}
+
+// Runner runs turns.
+type Runner struct {
+	Config   Config
+	Journal  Journal
+	Prompter Prompter
+	// NewModel returns the model client for a session's base URL.
+	NewModel func(s Session) Model
+}
+
+// Result of a turn: Outcome is "completed" or "failed" (with Error). A
+// cancelled ctx means the caller settles the turn interrupted, whatever
+// Run returns.
+type Result struct {
+	Outcome string
+	Error   string
+}
+
+func failed(format string, args ...any) Result {
+	return Result{Outcome: "failed", Error: fmt.Sprintf(format, args...)}
+}
+
+// Run executes one turn: request → model → tool calls → … until the model
+// answers without tool calls (completed) or MaxIterations model calls were
+// made (failed), or the model fails (failed with the server's text).
+func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
+	transcript, err := r.Journal.Transcript(ctx, t)
+	if err != nil {
+		return failed("load transcript: %v", err)
+	}
+	specs, err := tools.Specs(s.Toolsets)
+	if err != nil {
+		return failed("%v", err)
+	}
+	var defs []model.Tool
+	for _, sp := range specs {
+		defs = append(defs, model.Tool{Name: sp.Name, Description: sp.Description, Parameters: sp.Parameters})
+	}
+	m := r.NewModel(s)
+	maxIter := r.Config.MaxIterations
+	if maxIter <= 0 {
+		maxIter = 50
+	}
+	for iter := 0; iter < maxIter; iter++ {
+		if ctx.Err() != nil {
+			return Result{Outcome: "failed", Error: "interrupted"}
+		}
+		req := model.Request{Model: s.Model, Messages: BuildMessages(s.Cwd, transcript), Tools: defs}
+		resp, err := m.Stream(ctx, req, func(text string) {
+			r.Journal.Delta(t, "message.delta", map[string]string{"text": text})
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Result{Outcome: "failed", Error: "interrupted"}
+			}
+			return failed("model: %v", err)
+		}
+		calls := dedupeCalls(resp.ToolCalls)
+		if err := r.Journal.AssistantMessage(ctx, t, resp.Content, calls); err != nil {
+			return failed("persist assistant message: %v", err)
+		}
+		transcript = append(transcript, Stored{Role: model.RoleAssistant, Content: resp.Content, ToolCalls: calls})
+		if len(calls) == 0 {
+			return Result{Outcome: "completed"}
+		}
+		for _, c := range calls {
+			if ctx.Err() != nil {
+				return Result{Outcome: "failed", Error: "interrupted"}
+			}
+			ev := ToolEvent{CallID: c.ID, Name: c.Name, Args: rawArgs(c.Arguments)}
+			if err := r.Journal.ToolStarted(ctx, t, ev); err != nil {
+				return failed("persist tool start: %v", err)
+			}
+			r.runTool(ctx, s, t, &ev, c)
+			if ctx.Err() != nil {
+				// Interrupted while the tool ran or waited: the settle
+				// gives this call its "not run" result.
+				return Result{Outcome: "failed", Error: "interrupted"}
+			}
+			if err := r.Journal.ToolCompleted(ctx, t, ev); err != nil {
+				return failed("persist tool result: %v", err)
+			}
+			transcript = append(transcript, Stored{Role: model.RoleTool, ToolCallID: c.ID, Content: ev.Result})
+		}
+	}
+	return failed("reached agent.max_iterations (%d) model calls without a final answer", maxIter)
+}
+
+// dedupeCalls gives every call a unique non-empty id so that results pair
+// with calls even when a server repeats or omits ids.
+func dedupeCalls(calls []model.ToolCall) []model.ToolCall {
+	seen := map[string]bool{}
+	out := make([]model.ToolCall, 0, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("call_%d_%s", i, strings.ReplaceAll(c.ID, " ", ""))
+		}
+		seen[c.ID] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+func rawArgs(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func resultJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf(`{"error":%q}`, err.Error())
+	}
+	return string(b)
+}
+
+func errorResult(ev *ToolEvent, format string, args ...any) {
+	ev.OK = false
+	ev.Result = resultJSON(map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
+	allowed := false
+	for _, ts := range s.Toolsets {
+		if ts == c.Name {
+			allowed = true
+		}
+	}
+	switch {
+	case !allowed:
+		errorResult(ev, "unknown tool %q; available: %s", c.Name, strings.Join(s.Toolsets, ", "))
+	case c.Name == tools.ToolsetTerminal:
+		r.terminal(ctx, s, t, ev, c)
+	case c.Name == tools.ToolsetClarify:
+		r.clarify(ctx, t, ev, c)
+	default:
+		errorResult(ev, "unknown tool %q", c.Name)
+	}
+}
+
+// unanalysable are classifier patterns that mean "could not look inside",
+// not a kind of action; approving one must not approve others.
+var unanalysable = map[string]bool{"unparseable": true, "dynamic-command": true, "nested-shell": true,
+	"too-complex": true, "internal-error": true}
+
+// ApprovalChoices are offered with every approval prompt.
+var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
+
+func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
+	args, err := tools.ParseTerminalArgs(json.RawMessage(c.Arguments))
+	if err != nil {
+		errorResult(ev, "%v", err)
+		return
+	}
+	cls := tools.Classify(args.Command)
+	if cls.Risk == tools.RiskHardline {
+		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
+		return
+	}
+	ask := false
+	switch r.Config.ApprovalMode {
+	case "off":
+	case "strict":
+		ask = true
+	default: // manual
+		ask = cls.Risk != tools.RiskSafe
+	}
+	// A "session" or "always" approval remembers the rule's pattern; for a
+	// safe command in strict mode, or a command the classifier could not
+	// analyse, only this exact command text is remembered.
+	pattern := cls.Pattern
+	if pattern == "" || unanalysable[pattern] {
+		pattern = "command:" + args.Command
+	}
+	if ask {
+		ok, err := r.Prompter.Allowed(ctx, s.ID, pattern)
+		if err != nil {
+			errorResult(ev, "not run: could not read the approval allowlist: %v", err)
+			return
+		}
+		ask = !ok
+	}
+	if ask {
+		reason := cls.Reason
+		if reason == "" {
+			reason = "approvals.mode is strict: every command needs approval"
+		}
+		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
+			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout,
+			Payload: map[string]any{"tool_call_id": c.ID, "command": args.Command, "cwd": s.Cwd, "risk": cls.Risk,
+				"reason": reason, "pattern": pattern, "choices": ApprovalChoices}})
+		if err != nil || ctx.Err() != nil {
+			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
+			return
+		}
+		var ans struct {
+			Choice string `json:"choice"`
+		}
+		json.Unmarshal(out.Response, &ans)
+		switch {
+		case out.Resolution == prompts.ResolutionTimedOut:
+			errorResult(ev, "not run: the approval timed out, which counts as deny")
+			return
+		case out.Resolution != prompts.ResolutionAnswered:
+			errorResult(ev, "not run: the approval was %s", out.Resolution)
+			return
+		case ans.Choice == prompts.ChoiceDeny || !prompts.ValidChoice(ans.Choice):
+			errorResult(ev, "not run: the user denied this command")
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	timeout := r.Config.TerminalTimeout
+	if args.Timeout > 0 && time.Duration(args.Timeout)*time.Second < timeout {
+		timeout = time.Duration(args.Timeout) * time.Second
+	}
+	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
+		OutputLimit: r.Config.OutputLimit, OnOutput: func(chunk string) {
+			r.Journal.Delta(t, "tool.output", map[string]string{"tool_call_id": c.ID, "text": chunk})
+		}})
+	if err != nil {
+		errorResult(ev, "could not run the command: %v", err)
+		return
+	}
+	code := res.ExitCode
+	ev.ExitCode = &code
+	ev.OK = res.ExitCode == 0 && !res.TimedOut
+	ev.Result = resultJSON(res)
+}
+
+func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.ToolCall) {
+	qs, err := tools.ParseClarifyArgs(json.RawMessage(c.Arguments))
+	if err != nil {
+		errorResult(ev, "%v", err)
+		return
+	}
+	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
+		Kind: prompts.KindClarify, Timeout: r.Config.ClarifyTimeout,
+		Payload: map[string]any{"tool_call_id": c.ID, "questions": qs}})
+	if err != nil || ctx.Err() != nil {
+		errorResult(ev, "no answer: %v", err)
+		return
+	}
+	result := tools.ClarifyResult{Responses: make([]tools.ClarifyResponse, len(qs))}
+	for i, q := range qs {
+		choices := q.Choices
+		if choices == nil {
+			choices = []string{}
+		}
+		result.Responses[i] = tools.ClarifyResponse{Question: q.Question, ChoicesOffered: choices}
+	}
+	if out.Resolution != prompts.ResolutionAnswered {
+		result.TimedOut = out.Resolution == prompts.ResolutionTimedOut
+		result.Note = "No answer came from the user; use your own judgement and say what you assumed."
+		ev.OK = true
+		ev.Result = resultJSON(result)
+		return
+	}
+	var ans struct {
+		Answer json.RawMessage `json:"answer"`
+	}
+	json.Unmarshal(out.Response, &ans)
+	var one string
+	var list []string
+	switch {
+	case json.Unmarshal(ans.Answer, &one) == nil:
+		result.Responses[0].Answer = one
+	case json.Unmarshal(ans.Answer, &list) == nil:
+		if len(qs) > 1 && len(list) == len(qs) {
+			for i := range qs { // one answer per question, in order
+				result.Responses[i].Answer = list[i]
+			}
+		} else {
+			result.Responses[0].Answer = list
+		}
+	}
+	ev.OK = true
+	ev.Result = resultJSON(result)
+}
