@@ -284,6 +284,9 @@ func (c *Conn) dispatch(data []byte) {
 		defer func() { <-c.inflight }()
 		result, err := c.call(h, method, params)
 		if isNotification {
+			if a, ok := result.(*afterReply); ok {
+				a.then()
+			}
 			return
 		}
 		if err != nil {
@@ -317,7 +320,22 @@ type wireError struct {
 	Data    map[string]any `json:"data,omitempty"`
 }
 
+// AfterReply wraps a handler result so that then runs right after the
+// response frame is queued on the connection (before any frame queued
+// later). session.resume uses it to release buffered events after the
+// snapshot.
+func AfterReply(result any, then func()) any { return &afterReply{result, then} }
+
+type afterReply struct {
+	result any
+	then   func()
+}
+
 func (c *Conn) reply(id json.RawMessage, result any) {
+	if a, ok := result.(*afterReply); ok {
+		defer a.then()
+		result = a.result
+	}
 	if result == nil {
 		result = struct{}{}
 	}

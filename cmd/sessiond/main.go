@@ -1,0 +1,121 @@
+// Command sessiond is the session daemon: it serves JSON-RPC 2.0 over a
+// WebSocket on loopback and runs agent sessions with a durable admission
+// FIFO in SQLite. See README.md and docs/protocol.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sessiond/sessiond/daemon"
+)
+
+const usage = `sessiond — the sessiond daemon
+
+Usage:
+  sessiond [--home DIR] [--log-level LEVEL] [--log-format FORMAT]
+  sessiond --version
+
+The home directory is --home, else $SESSIOND_HOME, else
+$XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond. It is created with
+mode 0700 and holds config.yaml (optional), state.db (SQLite) and, while the
+daemon runs, daemon.json: {"pid", "url", "token", "protocol", "version",
+"boot_epoch", "started_at"}. Clients read the URL and the token from it.
+
+Signals: SIGTERM or SIGINT stop gracefully (running turns settle
+interrupted, queued inputs stay queued and start after the next boot); a
+second signal exits at once. SIGKILL is a crash: the next boot marks the
+running turn unknown and holds its session until an operator resolves it.
+
+Exit codes: 0 clean stop; 1 start-up failure (bad config, home locked by
+another daemon, store unavailable); 2 bad flags; 3 forced exit on a second
+signal or a stop that could not settle every turn.
+
+Flags:
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sessiond", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	home := fs.String("home", "", "home directory (default $SESSIOND_HOME, $XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	format := fs.String("log-format", "text", "log format: text or json")
+	version := fs.Bool("version", false, "print the version and exit")
+	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "how long a graceful stop waits for running turns to settle")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sessiond: unexpected argument %q (see --help)\n", fs.Arg(0))
+		return 2
+	}
+	if *version {
+		fmt.Fprintln(os.Stdout, "sessiond", daemon.Version)
+		return 0
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "sessiond: --log-level: %v\n", err)
+		return 2
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler
+	switch *format {
+	case "text":
+		h = slog.NewTextHandler(stderr, opts)
+	case "json":
+		h = slog.NewJSONHandler(stderr, opts)
+	default:
+		fmt.Fprintf(stderr, "sessiond: --log-format must be text or json, not %q\n", *format)
+		return 2
+	}
+	log := slog.New(h)
+	slog.SetDefault(log)
+
+	dir, err := daemon.ResolveHome(*home)
+	if err != nil {
+		fmt.Fprintf(stderr, "sessiond: %v\n", err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	d, err := daemon.Start(context.Background(), daemon.Options{Home: dir, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "sessiond: %v\n", err)
+		return 1
+	}
+	sig := <-sigs
+	log.Info("signal received; stopping gracefully (send it again to exit at once)", "signal", sig.String())
+	ctx, cancel := context.WithTimeout(context.Background(), *stopTimeout)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			log.Error("stop incomplete", "err", err)
+			return 3
+		}
+		return 0
+	case sig := <-sigs:
+		log.Warn("second signal: exiting now", "signal", sig.String())
+		return 3
+	}
+}

@@ -1,0 +1,210 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is config.yaml (PROTOCOL.md section 8). Every key is optional;
+// unknown keys are warned about once and ignored; a value of the wrong type
+// is an error naming its key.
+type Config struct {
+	// Listen is the TCP address of the WebSocket server; it must be a
+	// loopback address. Default 127.0.0.1:0 (an ephemeral port).
+	Listen    string          `yaml:"listen"`
+	Model     ModelConfig     `yaml:"model"`
+	Approvals ApprovalsConfig `yaml:"approvals"`
+	Agent     AgentConfig     `yaml:"agent"`
+	Terminal  TerminalConfig  `yaml:"terminal"`
+	Limits    LimitsConfig    `yaml:"limits"`
+	// AllowedOrigins lists Origin header values that may open /rpc
+	// (browser-based clients). Requests with any other Origin get 403.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHosts lists extra Host header names accepted besides loopback
+	// addresses and "localhost" (anti DNS-rebinding).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+}
+
+// ModelConfig is the default model wire for new sessions.
+type ModelConfig struct {
+	Provider string `yaml:"provider"` // openai (default) or custom
+	Default  string `yaml:"default"`  // model name used when session.create gives none
+	BaseURL  string `yaml:"base_url"` // env OPENAI_BASE_URL when empty
+	APIKey   string `yaml:"api_key"`  // env OPENAI_API_KEY when empty
+	// ConnectTimeout and IdleTimeout are in seconds: the wait for response
+	// headers, and the longest gap between streamed chunks.
+	ConnectTimeout int `yaml:"connect_timeout"`
+	IdleTimeout    int `yaml:"idle_timeout"`
+}
+
+// ApprovalsConfig gates dangerous terminal commands.
+type ApprovalsConfig struct {
+	Mode    string `yaml:"mode"`    // manual (default) | strict | off
+	Timeout int    `yaml:"timeout"` // seconds until an unanswered approval denies; default 120
+}
+
+// AgentConfig bounds one turn.
+type AgentConfig struct {
+	ClarifyTimeout int `yaml:"clarify_timeout"` // seconds; default 120
+	MaxIterations  int `yaml:"max_iterations"`  // model calls per turn; default 50
+}
+
+// TerminalConfig configures the terminal tool.
+type TerminalConfig struct {
+	Cwd         string `yaml:"cwd"`          // default cwd of session.create when none is given
+	Timeout     int    `yaml:"timeout"`      // seconds per command; default 180
+	OutputLimit int    `yaml:"output_limit"` // bytes kept per command result; default 50000
+}
+
+// LimitsConfig bounds the daemon's resources.
+type LimitsConfig struct {
+	MaxConcurrentTurns int   `yaml:"max_concurrent_turns"` // default 8
+	MaxMessageBytes    int64 `yaml:"max_message_bytes"`    // WebSocket frame limit; default 4 MiB
+	MaxInFlight        int   `yaml:"max_in_flight"`        // concurrent requests per connection; default 64
+	SendQueue          int   `yaml:"send_queue"`           // queued notifications per connection; default 1024
+}
+
+// DefaultConfig returns the configuration with every default applied.
+func DefaultConfig() Config {
+	return Config{
+		Listen:    "127.0.0.1:0",
+		Model:     ModelConfig{Provider: "openai", ConnectTimeout: 30, IdleTimeout: 120},
+		Approvals: ApprovalsConfig{Mode: "manual", Timeout: 120},
+		Agent:     AgentConfig{ClarifyTimeout: 120, MaxIterations: 50},
+		Terminal:  TerminalConfig{Timeout: 180, OutputLimit: 50000},
+		Limits:    LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024},
+	}
+}
+
+// LoadConfig reads path over DefaultConfig. A missing file is not an
+// error. It returns the warnings about unknown keys (one per key, with its
+// dotted path) and an error naming the key for a wrong type or an invalid
+// value. OPENAI_BASE_URL and OPENAI_API_KEY fill model.base_url and
+// model.api_key when the file leaves them empty.
+func LoadConfig(path string) (Config, []string, error) {
+	cfg := DefaultConfig()
+	var warnings []string
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
+	default:
+		var root yaml.Node
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return cfg, nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		if len(root.Content) > 0 {
+			if err := decodeNode(root.Content[0], reflect.ValueOf(&cfg).Elem(), "", &warnings); err != nil {
+				return cfg, warnings, fmt.Errorf("config %s: %w", path, err)
+			}
+		}
+	}
+	if cfg.Model.BaseURL == "" {
+		cfg.Model.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.Model.APIKey == "" {
+		cfg.Model.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, warnings, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, warnings, nil
+}
+
+// decodeNode decodes a mapping node into the struct v field by field, so
+// that errors name the key and unknown keys become warnings.
+func decodeNode(n *yaml.Node, v reflect.Value, prefix string, warnings *[]string) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind() != reflect.Struct {
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			return fmt.Errorf("%s: %s", strings.TrimSuffix(prefix, "."), typeError(n, v))
+		}
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		name := strings.TrimSuffix(prefix, ".")
+		if name == "" {
+			return fmt.Errorf("line %d: the file must be a mapping of keys", n.Line)
+		}
+		return fmt.Errorf("%s: line %d: must be a mapping of keys", name, n.Line)
+	}
+	fields := map[string]reflect.Value{}
+	for i := 0; i < v.NumField(); i++ {
+		tag := strings.Split(v.Type().Field(i).Tag.Get("yaml"), ",")[0]
+		if tag != "" && tag != "-" {
+			fields[tag] = v.Field(i)
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i].Value, n.Content[i+1]
+		f, ok := fields[key]
+		if !ok {
+			*warnings = append(*warnings, fmt.Sprintf("unknown config key %q (line %d) ignored", prefix+key, n.Content[i].Line))
+			continue
+		}
+		if err := decodeNode(val, f, prefix+key+".", warnings); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func typeError(n *yaml.Node, v reflect.Value) string {
+	want := v.Kind().String()
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		want = "an integer"
+	case reflect.String:
+		want = "a string"
+	case reflect.Slice:
+		want = "a list"
+	case reflect.Bool:
+		want = "a boolean"
+	}
+	return fmt.Sprintf("line %d: must be %s, got %q", n.Line, want, n.Value)
+}
+
+// Validate checks values (not types): modes, positive limits, a loopback
+// listen address. Errors name the key.
+func (c *Config) Validate() error {
+	switch c.Approvals.Mode {
+	case "manual", "strict", "off":
+	default:
+		return fmt.Errorf("approvals.mode: must be manual, strict or off, got %q", c.Approvals.Mode)
+	}
+	switch c.Model.Provider {
+	case "openai", "custom":
+	default:
+		return fmt.Errorf("model.provider: must be openai or custom, got %q", c.Model.Provider)
+	}
+	positive := map[string]int64{
+		"approvals.timeout": int64(c.Approvals.Timeout), "agent.clarify_timeout": int64(c.Agent.ClarifyTimeout),
+		"agent.max_iterations": int64(c.Agent.MaxIterations), "terminal.timeout": int64(c.Terminal.Timeout),
+		"terminal.output_limit": int64(c.Terminal.OutputLimit), "limits.max_concurrent_turns": int64(c.Limits.MaxConcurrentTurns),
+		"limits.max_message_bytes": c.Limits.MaxMessageBytes, "limits.max_in_flight": int64(c.Limits.MaxInFlight),
+		"limits.send_queue": int64(c.Limits.SendQueue), "model.connect_timeout": int64(c.Model.ConnectTimeout),
+		"model.idle_timeout": int64(c.Model.IdleTimeout),
+	}
+	for k, v := range positive {
+		if v <= 0 {
+			return fmt.Errorf("%s: must be positive, got %d", k, v)
+		}
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %v", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("listen: %q is not a loopback address; sessiond serves only this machine", c.Listen)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Version is the daemon's version, set at build time with
+// -ldflags "-X github.com/sessiond/sessiond/daemon.Version=…".
+var Version = "0.1.0-dev"
+
+// Options configure a Daemon.
+type Options struct {
+	Home   string       // resolved home directory (see ResolveHome)
+	Logger *slog.Logger // default slog.Default()
+}
+
+// Daemon is one running sessiond.
+type Daemon struct {
+	home    string
+	cfg     Config
+	log     *slog.Logger
+	lock    *HomeLock
+	db      *store.DB
+	epoch   int64
+	token   string
+	desc    Descriptor
+	start   time.Time
+	queue   *admission.Queue
+	sched   *admission.Scheduler
+	prompts *prompts.Manager
+	hub     *hub
+	mux     *rpc.Mux
+
+	ln       net.Listener
+	srv      *http.Server
+	draining atomic.Bool
+	ctx      context.Context // ends at stop; parent of every connection
+	cancel   context.CancelFunc
+
+	connMu sync.Mutex
+	conns  map[*rpc.Conn]struct{}
+	connWG sync.WaitGroup
+
+	stopOnce sync.Once
+	stopErr  error
+	done     chan struct{}
+}
+
+// Start brings a daemon up on opt.Home: it creates the home (0700), takes
+// the lock (ErrHomeLocked if another daemon owns it), reads config.yaml,
+// opens state.db, records a new boot epoch, runs boot recovery, listens,
+// writes the descriptor and starts scheduling. On error everything already
+// acquired is released.
+func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := PrepareHome(opt.Home); err != nil {
+		return nil, err
+	}
+	cfg, warnings, err := LoadConfig(filepath.Join(opt.Home, ConfigFile))
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lock, err := LockHome(opt.Home)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, start: time.Now().UTC(),
+		conns: map[*rpc.Conn]struct{}{}, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			d.release()
+		}
+	}()
+	// SQLite creates state.db (and its -wal and -shm, which copy the
+	// database's mode) 0644; make it private first.
+	if f, err := os.OpenFile(filepath.Join(opt.Home, StateFile), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
+	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile), store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", StateFile, err)
+	}
+	d.hub = newHub(log)
+	d.db.SetEventSink(d.hub.publish)
+	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		return tx.Get(&d.epoch, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
+			os.Getpid(), Version, store.FormatTime(d.start))
+	}); err != nil {
+		return nil, fmt.Errorf("record boot epoch: %w", err)
+	}
+	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch}
+	d.prompts = prompts.NewManager(d.db, d.epoch, log)
+	// Recovery is a named step before serving: started rows of earlier
+	// processes become unknown and their prompts close.
+	rec, err := d.queue.Recover(ctx, d.prompts.FenceEarlierEpochs)
+	if err != nil {
+		return nil, fmt.Errorf("boot recovery: %w", err)
+	}
+	for _, a := range rec.Unknown {
+		log.Warn("admission left started by an earlier daemon is now unknown; resolve it with prompt.resolve_unknown",
+			"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation())
+	}
+	exec, err := d.newExecutor()
+	if err != nil {
+		return nil, err
+	}
+	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
+	d.prompts.SetLive(d.sched.IsLive)
+	d.mux = d.routes()
+
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	tok := make([]byte, 32)
+	if _, err := rand.Read(tok); err != nil {
+		return nil, err
+	}
+	d.token = hex.EncodeToString(tok)
+	d.desc = Descriptor{PID: os.Getpid(), URL: "ws://" + d.ln.Addr().String() + "/rpc", Token: d.token,
+		Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch, StartedAt: store.FormatTime(d.start)}
+	go func() {
+		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	if err := WriteDescriptor(opt.Home, d.desc); err != nil {
+		return nil, fmt.Errorf("write descriptor: %w", err)
+	}
+	d.sched.Start(rec.Sessions)
+	log.Info("sessiond listening", "url", d.desc.URL, "home", opt.Home, "boot_epoch", d.epoch,
+		"pid", d.desc.PID, "version", Version, "unknown_admissions", len(rec.Unknown))
+	return d, nil
+}
+
+// Descriptor returns what daemon.json says.
+func (d *Daemon) Descriptor() Descriptor { return d.desc }
+
+// Done is closed when Stop finished.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Stop is the graceful stop of PROTOCOL.md section 5: refuse new work
+// (draining), interrupt running turns and settle them interrupted, close
+// every connection with 1001, stop the server, close the store, remove the
+// descriptor and release the lock. Queued admissions stay queued. ctx
+// bounds the wait for turns to settle.
+func (d *Daemon) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		d.draining.Store(true)
+		d.log.Info("stopping: draining and interrupting running turns")
+		if err := d.sched.Stop(ctx); err != nil {
+			d.stopErr = fmt.Errorf("settle running turns: %w", err)
+		}
+		d.cancel()
+		d.connMu.Lock()
+		for c := range d.conns {
+			c.Close(1001, "daemon stopping")
+		}
+		d.connMu.Unlock()
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.srv.Shutdown(shutCtx)
+		cancel()
+		waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		waitGroup(waitCtx, &d.connWG)
+		cancel()
+		d.prompts.Stop()
+		if err := d.db.InTx(context.Background(), func(tx *store.Tx) error {
+			_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), d.epoch)
+			return err
+		}); err != nil {
+			d.log.Error("record clean stop", "err", err)
+		}
+		d.release()
+		d.log.Info("stopped")
+		close(d.done)
+	})
+	return d.stopErr
+}
+
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// release frees what Start acquired, in reverse order.
+func (d *Daemon) release() {
+	if d.srv != nil {
+		d.srv.Close()
+	} else if d.ln != nil {
+		d.ln.Close()
+	}
+	if d.db != nil {
+		if err := d.db.Close(); err != nil {
+			d.log.Error("close store", "err", err)
+		}
+	}
+	if d.desc.PID != 0 {
+		if err := RemoveDescriptor(d.home, d.desc.PID); err != nil {
+			d.log.Error("remove descriptor", "err", err)
+		}
+	}
+	d.lock.Release()
+}

@@ -1,0 +1,347 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+)
+
+// MaxInputBytes bounds prompt.submit text (and attachments) in bytes.
+const MaxInputBytes = 1 << 20
+
+func (d *Daemon) routes() *rpc.Mux {
+	m := rpc.NewMux()
+	m.Handle(rpc.MethodInitialize, d.initialize)
+	m.Handle(rpc.MethodDaemonInfo, d.daemonInfo)
+	m.Handle(rpc.MethodSessionCreate, d.sessionCreate)
+	m.Handle(rpc.MethodSessionResume, d.sessionResume)
+	m.Handle(rpc.MethodSessionList, d.sessionList)
+	m.Handle(rpc.MethodPromptSubmit, d.promptSubmit)
+	m.Handle(rpc.MethodPromptCancel, d.promptCancel)
+	m.Handle(rpc.MethodInterrupt, d.sessionInterrupt)
+	m.Handle(rpc.MethodResolveUnknown, d.resolveUnknown)
+	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
+	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
+	return m
+}
+
+// wireErr maps errors of the rooms below to their wire reasons; rpc.Errors
+// pass through. The message keeps the detail for people.
+func wireErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *rpc.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	table := []struct {
+		target error
+		reason rpc.Reason
+	}{
+		{admission.ErrSessionNotFound, rpc.ReasonNotFound},
+		{admission.ErrNotFound, rpc.ReasonNotFound},
+		{prompts.ErrNotFound, rpc.ReasonNotFound},
+		{admission.ErrConflict, rpc.ReasonAdmissionConflict},
+		{admission.ErrCancelled, rpc.ReasonCancelled},
+		{admission.ErrNotQueued, rpc.ReasonNotQueued},
+		{admission.ErrUnknownExecution, rpc.ReasonUnknownExecution},
+		{admission.ErrStaleGeneration, rpc.ReasonStaleGeneration},
+		{prompts.ErrStaleGeneration, rpc.ReasonStaleGeneration},
+		{admission.ErrSessionBusy, rpc.ReasonSessionBusy},
+		{prompts.ErrInvalidAnswer, rpc.ReasonInvalidParams},
+		{store.ErrUnavailable, rpc.ReasonStorageUnavailable},
+	}
+	for _, t := range table {
+		if errors.Is(err, t.target) {
+			return rpc.Errorf(t.reason, "%s", err.Error())
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return rpc.Errorf(rpc.ReasonInternal, "request ended before it completed: %v", err)
+	}
+	return err
+}
+
+func required(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return rpc.InvalidParams(field, "required")
+	}
+	return nil
+}
+
+func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.InitializeParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if p.Protocol != nil && *p.Protocol != rpc.ProtocolVersion {
+		return nil, rpc.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", rpc.ProtocolVersion, *p.Protocol)
+	}
+	c.SetValue("client", p.Client)
+	return rpc.InitializeResult{Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch}, nil
+}
+
+func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var n int64
+	if err := d.db.Get(ctx, &n, `SELECT count(*) FROM sessions`); err != nil {
+		return nil, wireErr(err)
+	}
+	return rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
+		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: n, RunningTurns: d.sched.RunningCount()}, nil
+}
+
+func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.SessionCreateParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if d.draining.Load() {
+		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and creates no sessions")
+	}
+	if err := d.normalizeCreate(&p); err != nil {
+		return nil, err
+	}
+	var id string
+	err := d.db.InTx(ctx, func(tx *store.Tx) (err error) {
+		id, err = d.createSession(tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	return d.resume(c, id, nil)
+}
+
+func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.ResumeParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("session_id", p.SessionID); err != nil {
+		return nil, err
+	}
+	if p.AfterSeq != nil && *p.AfterSeq < 0 {
+		return nil, rpc.InvalidParams("after_seq", "must be >= 0")
+	}
+	return d.resume(c, p.SessionID, p.AfterSeq)
+}
+
+// resume subscribes c to the session, then reads the snapshot, and releases
+// buffered events once the response is queued: the client sees the
+// snapshot first, then every event with seq > last_seq exactly once.
+func (d *Daemon) resume(c *rpc.Conn, sessionID string, afterSeq *int64) (any, error) {
+	release := d.hub.subscribe(c, sessionID)
+	snap, err := d.snapshot(sessionID, afterSeq)
+	if err != nil {
+		d.hub.unsubscribe(c, sessionID)
+		return nil, wireErr(err)
+	}
+	return rpc.AfterReply(snap, func() { release(snap.LastSeq) }), nil
+}
+
+func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.SessionListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if p.Limit < 0 {
+		return nil, rpc.InvalidParams("limit", "must be positive")
+	}
+	if p.Limit == 0 {
+		p.Limit = 50
+	}
+	p.Limit = min(p.Limit, 500)
+	where, args := "", []any{}
+	if p.Cursor != "" {
+		at, id, err := parseListCursor(p.Cursor)
+		if err != nil {
+			return nil, rpc.InvalidParams("cursor", "not a cursor returned by session.list")
+		}
+		where, args = "WHERE (s.created_at, s.session_id) < (?, ?)", []any{at, id}
+	}
+	var rows []struct {
+		SessionID    string  `db:"session_id"`
+		Title        string  `db:"title"`
+		Cwd          string  `db:"cwd"`
+		CreatedAt    string  `db:"created_at"`
+		Running      *string `db:"running"`
+		PendingCount int64   `db:"pending_count"`
+	}
+	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+		return tx.Select(&rows, `SELECT s.session_id, s.title, s.cwd, s.created_at,
+			(SELECT admission_id FROM session_admissions a WHERE a.target_session_id = s.session_id AND a.status = 'started') AS running,
+			(SELECT count(*) FROM session_admissions a WHERE a.target_session_id = s.session_id AND a.status <> 'terminal') AS pending_count
+			FROM sessions s `+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
+	})
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	out := rpc.SessionList{Sessions: []rpc.SessionSummary{}}
+	for i, r := range rows {
+		if i == p.Limit {
+			last := rows[i-1]
+			out.NextCursor = listCursor(last.CreatedAt, last.SessionID)
+			break
+		}
+		out.Sessions = append(out.Sessions, rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd,
+			CreatedAt: r.CreatedAt, Running: r.Running, PendingCount: r.PendingCount})
+	}
+	return out, nil
+}
+
+func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.SubmitParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("session_id", p.SessionID); err != nil {
+		return nil, err
+	}
+	if !admission.ValidInputID(p.InputID) {
+		return nil, rpc.InvalidParams("input_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+	}
+	if p.Text == "" {
+		return nil, rpc.InvalidParams("text", "required and non-empty")
+	}
+	if len(p.Text)+len(p.Attachments) > MaxInputBytes {
+		return nil, rpc.InvalidParams("text", "input is %d bytes; the limit is %d", len(p.Text)+len(p.Attachments), MaxInputBytes)
+	}
+	if len(p.Attachments) > 0 && string(p.Attachments) != "null" {
+		if p.Attachments[0] != '[' {
+			return nil, rpc.InvalidParams("attachments", "must be an array")
+		}
+	} else {
+		p.Attachments = nil
+	}
+	if d.draining.Load() {
+		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
+	}
+	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
+		Text: p.Text, Attachments: p.Attachments}, d.sched.AtCapacity)
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	if !rec.Duplicate {
+		d.sched.Wake(p.SessionID)
+	}
+	return receiptToWire(rec), nil
+}
+
+func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.AdmissionRef
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
+		return nil, err
+	}
+	a, err := d.queue.Cancel(ctx, p.SessionID, p.AdmissionID)
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	return receiptToWire(a.Receipt()), nil
+}
+
+func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.InterruptParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("session_id", p.SessionID); err != nil {
+		return nil, err
+	}
+	s, err := getSession(d.db.Reader(), p.SessionID)
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	if p.ExecutionGeneration != nil && *p.ExecutionGeneration != s.ExecutionGeneration {
+		return nil, rpc.Errorf(rpc.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
+			*p.ExecutionGeneration, s.ExecutionGeneration).With("execution_generation", s.ExecutionGeneration)
+	}
+	var gen int64
+	if p.ExecutionGeneration != nil {
+		gen = *p.ExecutionGeneration
+	}
+	a, ok, err := d.sched.Interrupt(ctx, p.SessionID, gen)
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	if !ok {
+		return rpc.InterruptResult{}, nil
+	}
+	id := a.AdmissionID
+	return rpc.InterruptResult{Interrupted: &id}, nil
+}
+
+func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.ResolveUnknownParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
+		return nil, err
+	}
+	if p.ExecutionGeneration == nil {
+		return nil, rpc.InvalidParams("execution_generation", "required: the generation of the unknown admission")
+	}
+	a, err := d.queue.ResolveUnknown(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, d.closePrompts)
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	d.sched.Wake(p.SessionID)
+	return receiptToWire(a.Receipt()), nil
+}
+
+// closePrompts is the settle hook: it closes the turn's open prompts in the
+// settling transaction.
+func (d *Daemon) closePrompts(tx *store.Tx, a admission.Admission, resolution string) error {
+	return d.prompts.CloseForAdmission(tx, a.SessionID, a.AdmissionID, resolution)
+}
+
+func (d *Daemon) respond(kind string) rpc.Handler {
+	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+		var p rpc.RespondParams
+		if err := rpc.Decode(params, &p); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(required("session_id", p.SessionID), required("prompt_id", p.PromptID)); err != nil {
+			return nil, err
+		}
+		if p.ExecutionGeneration == nil {
+			return nil, rpc.InvalidParams("execution_generation", "required: the prompt's execution_generation")
+		}
+		var answer json.RawMessage
+		switch kind {
+		case prompts.KindApproval:
+			if !prompts.ValidChoice(p.Choice) {
+				return nil, rpc.InvalidParams("choice", "must be once, session, always or deny")
+			}
+			answer, _ = json.Marshal(map[string]string{"choice": p.Choice})
+		default:
+			if len(p.Answer) == 0 {
+				return nil, rpc.InvalidParams("answer", "required: a string or a list of strings")
+			}
+			var s string
+			var list []string
+			if json.Unmarshal(p.Answer, &s) != nil && json.Unmarshal(p.Answer, &list) != nil {
+				return nil, rpc.InvalidParams("answer", "must be a string or a list of strings")
+			}
+			answer, _ = json.Marshal(map[string]json.RawMessage{"answer": p.Answer})
+		}
+		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
+			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer})
+		if err != nil {
+			return nil, wireErr(err)
+		}
+		return rpc.RespondResult{Status: status, PromptID: p.PromptID}, nil
+	}
+}

@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	"github.com/sessiond/sessiond/rpc"
+)
+
+// Subprotocols of the /rpc upgrade (PROTOCOL.md section 2).
+const (
+	SubprotocolV1    = "sessiond.v1"
+	TokenSubprotocol = "sessiond.token."
+)
+
+func (d *Daemon) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !d.hostAllowed(r.Host) {
+			http.Error(w, "forbidden host", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if d.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("draining\n"))
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /rpc", d.serveRPC)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket) and GET /healthz", http.StatusNotFound)
+	})
+	return mux
+}
+
+// hostAllowed is the anti DNS-rebinding check: the Host header must name a
+// loopback address, localhost, or a configured allowed_hosts entry.
+func (d *Daemon) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, h := range d.cfg.AllowedHosts {
+		if strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Daemon) originAllowed(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	for _, o := range d.cfg.AllowedOrigins {
+		if o == origin {
+			return true
+		}
+	}
+	return false
+}
+
+// authorized checks the bearer token or the sessiond.token.<t> subprotocol
+// in constant time. A token in the URL query is never accepted.
+func (d *Daemon) authorized(r *http.Request) bool {
+	want := []byte(d.token)
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		if tok, ok := strings.CutPrefix(auth, "Bearer "); ok &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), want) == 1 {
+			return true
+		}
+	}
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), TokenSubprotocol); ok &&
+				subtle.ConstantTimeCompare([]byte(tok), want) == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if !d.hostAllowed(r.Host) {
+		http.Error(w, "forbidden: Host must name a loopback address", http.StatusForbidden)
+		return
+	}
+	if !d.originAllowed(r.Header.Get("Origin")) {
+		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
+		return
+	}
+	if !d.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sessiond"`)
+		http.Error(w, "unauthorized: send the descriptor token as Authorization: Bearer or the sessiond.token.<token> subprotocol", http.StatusUnauthorized)
+		return
+	}
+	if d.draining.Load() {
+		http.Error(w, "draining: the daemon is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols: []string{SubprotocolV1},
+		// Origin was checked above against allowed_origins.
+		InsecureSkipVerify: true,
+	})
+	if err != nil {
+		d.log.Debug("websocket accept", "err", err)
+		return
+	}
+	c := rpc.NewConn(d.ctx, ws, d.mux, rpc.Options{
+		MaxMessageBytes: d.cfg.Limits.MaxMessageBytes,
+		SendQueue:       d.cfg.Limits.SendQueue,
+		MaxInFlight:     d.cfg.Limits.MaxInFlight,
+		Logger:          d.log,
+	})
+	d.connMu.Lock()
+	if d.draining.Load() {
+		d.connMu.Unlock()
+		ws.Close(websocket.StatusGoingAway, "daemon stopping")
+		return
+	}
+	d.conns[c] = struct{}{}
+	d.connWG.Add(1)
+	d.connMu.Unlock()
+	defer func() {
+		d.connMu.Lock()
+		delete(d.conns, c)
+		d.connMu.Unlock()
+		d.connWG.Done()
+	}()
+	c.Serve()
+}

@@ -1,0 +1,272 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/tools"
+)
+
+// sessionRow is one sessions row.
+type sessionRow struct {
+	SessionID           string         `db:"session_id"`
+	Title               string         `db:"title"`
+	Cwd                 string         `db:"cwd"`
+	Model               string         `db:"model"`
+	Provider            string         `db:"provider"`
+	BaseURL             string         `db:"base_url"`
+	Toolsets            string         `db:"toolsets"`
+	Source              string         `db:"source"`
+	CreateRequestID     sql.NullString `db:"create_request_id"`
+	CreateDigest        sql.NullString `db:"create_digest"`
+	CreatedAt           string         `db:"created_at"`
+	ExecutionGeneration int64          `db:"execution_generation"`
+	NextAdmissionSeq    int64          `db:"next_admission_seq"`
+	LastEventSeq        int64          `db:"last_event_seq"`
+}
+
+const sessionColumns = `session_id, title, cwd, model, provider, base_url, toolsets, source, create_request_id,
+	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq`
+
+func (s sessionRow) toolsets() []string {
+	var ts []string
+	json.Unmarshal([]byte(s.Toolsets), &ts)
+	if ts == nil {
+		ts = []string{}
+	}
+	return ts
+}
+
+func getSession(q store.Queryer, id string) (sessionRow, error) {
+	var s sessionRow
+	err := q.Get(&s, `SELECT `+sessionColumns+` FROM sessions WHERE session_id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", id).With("session_id", id)
+	}
+	return s, err
+}
+
+// defaultOpenAIBaseURL is used for provider openai when neither the session,
+// config.yaml nor OPENAI_BASE_URL names one.
+const defaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// normalizeCreate validates session.create params and fills defaults from
+// the config, freezing the launch settings.
+func (d *Daemon) normalizeCreate(p *rpc.SessionCreateParams) error {
+	if p.Cwd == "" {
+		p.Cwd = d.cfg.Terminal.Cwd
+	}
+	if p.Cwd == "" {
+		return rpc.InvalidParams("cwd", "required: an absolute path of an existing directory")
+	}
+	if !filepath.IsAbs(p.Cwd) {
+		return rpc.InvalidParams("cwd", "%q is not absolute", p.Cwd)
+	}
+	st, err := os.Stat(p.Cwd)
+	if err != nil {
+		return rpc.InvalidParams("cwd", "%q does not exist", p.Cwd)
+	}
+	if !st.IsDir() {
+		return rpc.InvalidParams("cwd", "%q is not a directory", p.Cwd)
+	}
+	p.Cwd = filepath.Clean(p.Cwd)
+	if p.Provider == "" {
+		p.Provider = d.cfg.Model.Provider
+	}
+	if p.Provider != "openai" && p.Provider != "custom" {
+		return rpc.InvalidParams("provider", "%q is not supported; use openai or custom (both speak OpenAI-compatible Chat Completions)", p.Provider)
+	}
+	if p.Model == "" {
+		p.Model = d.cfg.Model.Default
+	}
+	if p.Model == "" {
+		return rpc.InvalidParams("model", "required: no model given and no model.default in config.yaml")
+	}
+	if p.BaseURL == "" {
+		p.BaseURL = d.cfg.Model.BaseURL
+	}
+	if p.BaseURL == "" {
+		if p.Provider == "custom" {
+			return rpc.InvalidParams("base_url", "required for provider custom")
+		}
+		p.BaseURL = defaultOpenAIBaseURL
+	}
+	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
+		return rpc.InvalidParams("base_url", "%q must be an http:// or https:// URL", p.BaseURL)
+	}
+	if p.Toolsets == nil {
+		ts := []string{"terminal", "clarify"}
+		p.Toolsets = &ts
+	}
+	for _, t := range *p.Toolsets {
+		if !tools.ValidToolset(t) {
+			return rpc.InvalidParams("toolsets", "unknown toolset %q; known: terminal, clarify", t)
+		}
+	}
+	if len(p.Title) > 500 {
+		return rpc.InvalidParams("title", "longer than 500 bytes")
+	}
+	if p.RequestID != "" && !admission.ValidInputID(p.RequestID) {
+		return rpc.InvalidParams("request_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+	}
+	return nil
+}
+
+func createDigest(p rpc.SessionCreateParams) string {
+	p.RequestID = ""
+	b, _ := json.Marshal(p)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// createSession inserts the session (or returns the one created earlier
+// with the same request_id and params).
+func (d *Daemon) createSession(tx *store.Tx, p rpc.SessionCreateParams) (string, error) {
+	digest := createDigest(p)
+	if p.RequestID != "" {
+		var existing sessionRow
+		err := tx.Get(&existing, `SELECT `+sessionColumns+` FROM sessions WHERE create_request_id = ?`, p.RequestID)
+		if err == nil {
+			if existing.CreateDigest.String != digest {
+				return "", rpc.Errorf(rpc.ReasonAdmissionConflict, "request_id %q already created session %s with other params", p.RequestID, existing.SessionID).With("session_id", existing.SessionID)
+			}
+			return existing.SessionID, nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return "", err
+		}
+	}
+	id := "ses_" + uuid.Must(uuid.NewV7()).String()
+	ts, _ := json.Marshal(*p.Toolsets)
+	var reqID, dig sql.NullString
+	if p.RequestID != "" {
+		reqID = sql.NullString{String: p.RequestID, Valid: true}
+		dig = sql.NullString{String: digest, Valid: true}
+	}
+	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
+		create_request_id, create_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, p.Title, p.Cwd, p.Model, p.Provider, p.BaseURL, string(ts), p.Source, reqID, dig, store.Now())
+	return id, err
+}
+
+// snapshot reads the session's state in one WAL snapshot.
+func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, error) {
+	var snap rpc.Snapshot
+	err := d.db.ReadTx(d.ctx, func(tx *sqlx.Tx) error {
+		s, err := getSession(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		snap = rpc.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
+			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt,
+			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
+			Messages: []rpc.Message{}, Prompts: []rpc.Prompt{}, Pending: []rpc.Receipt{}}
+		msgs, err := store.Transcript(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			wm := rpc.Message{ID: m.ID, Role: m.Role, Content: m.Content, AdmissionID: m.AdmissionID.String,
+				ToolCallID: m.ToolCallID.String, Kind: m.Kind.String, CreatedAt: m.CreatedAt}
+			if m.ToolCalls.Valid {
+				wm.ToolCalls = json.RawMessage(m.ToolCalls.String)
+			}
+			snap.Messages = append(snap.Messages, wm)
+		}
+		pending, err := admission.Pending(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		for _, a := range pending {
+			r := receiptToWire(a.Receipt())
+			r.Text = a.Text
+			snap.Pending = append(snap.Pending, r)
+			if a.Status == admission.StatusStarted {
+				id := a.AdmissionID
+				snap.Running = &id
+			}
+		}
+		annotateWaits(snap.Pending, d.sched.AtCapacity())
+		open, err := prompts.OpenForSession(tx, sessionID, d.epoch)
+		if err != nil {
+			return err
+		}
+		for _, p := range open {
+			if snap.Running == nil || p.AdmissionID != *snap.Running || p.ExecutionGeneration != s.ExecutionGeneration {
+				continue // only prompts of the live execution
+			}
+			snap.Prompts = append(snap.Prompts, promptToWire(p))
+		}
+		if afterSeq != nil {
+			evs, complete, err := d.db.EventsAfter(tx, sessionID, *afterSeq)
+			if err != nil {
+				return err
+			}
+			if !complete {
+				snap.SnapshotRequired = true
+			}
+			snap.Events = make([]rpc.Event, 0, len(evs))
+			for _, e := range evs {
+				snap.Events = append(snap.Events, wireEvent(e))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+
+func annotateWaits(pending []rpc.Receipt, atCapacity bool) {
+	rs := make([]admission.Receipt, len(pending))
+	for i, p := range pending {
+		rs[i] = admission.Receipt{Status: admission.Status(p.Status)}
+	}
+	admission.WaitReasons(rs, atCapacity)
+	for i := range pending {
+		pending[i].Reason = rs[i].Reason
+	}
+}
+
+func receiptToWire(r admission.Receipt) rpc.Receipt {
+	return rpc.Receipt{AdmissionID: r.AdmissionID, SessionID: r.SessionID, InputID: r.InputID, Seq: r.Seq,
+		Status: string(r.Status), Outcome: r.Outcome, ExecutionGeneration: r.ExecutionGeneration, Reason: r.Reason,
+		Error: r.Error, Duplicate: r.Duplicate, Text: r.Text, CreatedAt: r.CreatedAt}
+}
+
+func promptToWire(p prompts.Prompt) rpc.Prompt {
+	return rpc.Prompt{PromptID: p.PromptID, SessionID: p.SessionID, Kind: p.Kind, ExecutionGeneration: p.ExecutionGeneration,
+		AdmissionID: p.AdmissionID, Payload: json.RawMessage(p.Payload), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt.String}
+}
+
+// listCursor encodes the position after the last listed session.
+func listCursor(createdAt, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(createdAt + "|" + id))
+}
+
+func parseListCursor(c string) (createdAt, id string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", "", fmt.Errorf("bad cursor")
+	}
+	createdAt, id, ok := strings.Cut(string(b), "|")
+	if !ok {
+		return "", "", fmt.Errorf("bad cursor")
+	}
+	return createdAt, id, nil
+}

@@ -1,0 +1,174 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/agent"
+	"github.com/sessiond/sessiond/model"
+	"github.com/sessiond/sessiond/store"
+)
+
+// executor runs admitted turns through the agent: the only executor the
+// daemon ships.
+type executor struct {
+	d      *Daemon
+	runner *agent.Runner
+
+	mu     sync.Mutex
+	models map[string]*model.Client // by base URL
+}
+
+func (d *Daemon) newExecutor() (admission.Executor, error) {
+	e := &executor{d: d, models: map[string]*model.Client{}}
+	e.runner = &agent.Runner{
+		Config: agent.Config{
+			ApprovalMode:    d.cfg.Approvals.Mode,
+			ApprovalTimeout: time.Duration(d.cfg.Approvals.Timeout) * time.Second,
+			ClarifyTimeout:  time.Duration(d.cfg.Agent.ClarifyTimeout) * time.Second,
+			MaxIterations:   d.cfg.Agent.MaxIterations,
+			TerminalTimeout: time.Duration(d.cfg.Terminal.Timeout) * time.Second,
+			OutputLimit:     d.cfg.Terminal.OutputLimit,
+		},
+		Journal:  &journal{d: d},
+		Prompter: d.prompts,
+		NewModel: e.model,
+	}
+	return e, nil
+}
+
+func (e *executor) model(s agent.Session) agent.Model {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.models[s.BaseURL]; ok {
+		return c
+	}
+	c := model.New(model.Config{BaseURL: s.BaseURL, APIKey: e.d.cfg.Model.APIKey,
+		ConnectTimeout: time.Duration(e.d.cfg.Model.ConnectTimeout) * time.Second,
+		IdleTimeout:    time.Duration(e.d.cfg.Model.IdleTimeout) * time.Second})
+	e.models[s.BaseURL] = c
+	return c
+}
+
+// Run implements admission.Executor.
+func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
+	s, err := getSession(e.d.db.Reader(), t.Admission.SessionID)
+	if err != nil {
+		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
+	}
+	res := e.runner.Run(ctx, agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()},
+		agent.Turn{SessionID: s.SessionID, AdmissionID: t.Admission.AdmissionID, Generation: t.Admission.Generation()})
+	if res.Outcome == "completed" {
+		return admission.Result{Outcome: admission.OutcomeCompleted}
+	}
+	return admission.Result{Outcome: admission.OutcomeFailed, Error: res.Error}
+}
+
+// journal implements agent.Journal on the store; every write is fenced on
+// the admission being started with the turn's generation.
+type journal struct{ d *Daemon }
+
+func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
+	var one int
+	err := tx.Get(&one, `SELECT count(*) FROM session_admissions WHERE admission_id = ? AND status = 'started'
+		AND execution_generation = ? AND owner_epoch = ?`, t.AdmissionID, t.Generation, j.d.epoch)
+	if err != nil {
+		return err
+	}
+	if one != 1 {
+		return agent.ErrNotLive
+	}
+	return nil
+}
+
+func (j *journal) Transcript(ctx context.Context, t agent.Turn) ([]agent.Stored, error) {
+	ms, err := store.Transcript(j.d.db.Reader(), t.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agent.Stored, 0, len(ms))
+	for _, m := range ms {
+		st := agent.Stored{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID.String}
+		calls, err := m.Calls()
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			st.ToolCalls = append(st.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (j *journal) AssistantMessage(ctx context.Context, t agent.Turn, content string, calls []model.ToolCall) error {
+	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := j.fence(tx, t); err != nil {
+			return err
+		}
+		var sc []store.ToolCall
+		for _, c := range calls {
+			sc = append(sc, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		m, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleAssistant, content, sc, "", "")
+		if err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent(t.SessionID, "message.completed", t.AdmissionID, t.Generation,
+			map[string]any{"message": messageWire(m)})
+		return err
+	})
+}
+
+func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEvent) error {
+	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := j.fence(tx, t); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(t.SessionID, "tool.started", t.AdmissionID, t.Generation,
+			map[string]any{"tool_call_id": ev.CallID, "name": ev.Name, "args": ev.Args})
+		return err
+	})
+}
+
+func (j *journal) ToolCompleted(ctx context.Context, t agent.Turn, ev agent.ToolEvent) error {
+	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := j.fence(tx, t); err != nil {
+			return err
+		}
+		if _, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleTool, ev.Result, nil, ev.CallID, ""); err != nil {
+			return err
+		}
+		payload := map[string]any{"tool_call_id": ev.CallID, "name": ev.Name, "ok": ev.OK, "result": json.RawMessage(ev.Result)}
+		if !json.Valid([]byte(ev.Result)) {
+			payload["result"] = ev.Result
+		}
+		if ev.ExitCode != nil {
+			payload["exit_code"] = *ev.ExitCode
+		}
+		_, err := tx.AppendEvent(t.SessionID, "tool.completed", t.AdmissionID, t.Generation, payload)
+		return err
+	})
+}
+
+func (j *journal) Delta(t agent.Turn, typ string, payload any) {
+	j.d.hub.publishDelta(t.SessionID, typ, t.AdmissionID, t.Generation, payload)
+}
+
+func messageWire(m store.Message) map[string]any {
+	w := map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "admission_id": m.AdmissionID.String, "created_at": m.CreatedAt}
+	if m.ToolCalls.Valid {
+		w["tool_calls"] = json.RawMessage(m.ToolCalls.String)
+	}
+	if m.ToolCallID.Valid {
+		w["tool_call_id"] = m.ToolCallID.String
+	}
+	if m.Kind.Valid {
+		w["kind"] = m.Kind.String
+	}
+	return w
+}
