@@ -168,7 +168,7 @@ func (q *Queue) Get(ctx context.Context, sessionID, admissionID string) (Admissi
 func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 	var out []Admission
 	err := q.Select(&out, `SELECT `+columns+` FROM session_admissions
-		WHERE target_session_id = ? AND status <> 'terminal' ORDER BY seq`, sessionID)
+		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq`, sessionID)
 	return out, store.Classify(err)
 }
 
@@ -241,25 +241,27 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 // waitReason says why the queued admission a waits, from the store's view of
 // its session and the scheduler's capacity.
 func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (string, error) {
-	var ahead []string
-	if err := q.Select(&ahead, `SELECT status FROM session_admissions
-		WHERE target_session_id = ? AND status <> 'terminal' AND seq < ? ORDER BY seq`, a.SessionID, a.Seq); err != nil {
+	// Three index seeks on session_admissions_open, whatever the queue length.
+	var ahead struct {
+		Unknown bool `db:"unknown"`
+		Started bool `db:"started"`
+		Queued  bool `db:"queued"`
+	}
+	if err := q.Get(&ahead, `SELECT
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ?1 AND seq < ?2) AS unknown,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ?1 AND seq < ?2) AS started,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ?1 AND seq < ?2) AS queued`,
+		a.SessionID, a.Seq); err != nil {
 		return "", err
 	}
-	for _, s := range ahead {
-		if Status(s) == StatusUnknown {
-			return WaitUnknown, nil
-		}
-	}
-	for _, s := range ahead {
-		if Status(s) == StatusStarted {
-			return WaitBusy, nil
-		}
-	}
-	if atCapacity != nil && atCapacity() {
+	switch {
+	case ahead.Unknown:
+		return WaitUnknown, nil
+	case ahead.Started:
+		return WaitBusy, nil
+	case atCapacity != nil && atCapacity():
 		return WaitCapacity, nil
-	}
-	if len(ahead) > 0 {
+	case ahead.Queued:
 		return WaitBusy, nil
 	}
 	return "", nil
@@ -302,7 +304,7 @@ func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) 
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		var blocking []string
 		if err := tx.Select(&blocking, `SELECT status FROM session_admissions
-			WHERE target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID); err != nil {
+			WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID); err != nil {
 			return err
 		}
 		if len(blocking) > 0 {
@@ -319,10 +321,11 @@ func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) 
 			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?1),
 			    owner_epoch = ?2, started_at = ?3
 			WHERE admission_id = (SELECT admission_id FROM session_admissions
-			                      WHERE target_session_id = ?1 AND status = 'queued' ORDER BY seq LIMIT 1)
+			                      WHERE status <> 'terminal' AND target_session_id = ?1 AND status = 'queued'
+			                      ORDER BY seq LIMIT 1)
 			  AND status = 'queued'
 			  AND NOT EXISTS (SELECT 1 FROM session_admissions
-			                  WHERE target_session_id = ?1 AND status IN ('started', 'unknown'))
+			                  WHERE status <> 'terminal' AND target_session_id = ?1 AND status IN ('started', 'unknown'))
 			RETURNING `+columns, sessionID, q.Epoch, store.Now())
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNothingQueued
@@ -503,7 +506,7 @@ func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (Rec
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		res = RecoverResult{}
 		if err := tx.Select(&res.Unknown, `UPDATE session_admissions SET status = 'unknown'
-			WHERE status = 'started' AND owner_epoch <> ? RETURNING `+columns, q.Epoch); err != nil {
+			WHERE status <> 'terminal' AND status = 'started' AND owner_epoch <> ? RETURNING `+columns, q.Epoch); err != nil {
 			return err
 		}
 		for _, a := range res.Unknown {
@@ -516,8 +519,8 @@ func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (Rec
 				return err
 			}
 		}
-		return tx.Select(&res.Sessions, `SELECT target_session_id FROM session_admissions WHERE status = 'queued'
-			GROUP BY target_session_id ORDER BY MIN(created_at), target_session_id`)
+		return tx.Select(&res.Sessions, `SELECT target_session_id FROM session_admissions
+			WHERE status <> 'terminal' AND status = 'queued' GROUP BY target_session_id ORDER BY MIN(created_at), target_session_id`)
 	})
 	return res, store.Classify(err)
 }

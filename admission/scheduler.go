@@ -32,6 +32,9 @@ type Executor interface {
 // ErrStopping is the cancel cause of turns interrupted by a graceful stop.
 var ErrStopping = errors.New("daemon stopping")
 
+// errSettling is the cancel cause once the executor returned.
+var errSettling = errors.New("turn settling")
+
 // ErrInterrupted is the cancel cause of turns stopped by session.interrupt.
 var ErrInterrupted = errors.New("turn interrupted")
 
@@ -220,6 +223,9 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	if outcome != OutcomeCompleted && outcome != OutcomeFailed && outcome != OutcomeInterrupted {
 		outcome, errText = OutcomeFailed, "executor returned no outcome"
 	}
+	// The execution stops being live before its settle commits, so that
+	// nobody who hears turn.completed can still answer its prompts.
+	r.cancel(errSettling)
 	// Settle with a context that survives the interrupt, so the terminal
 	// state is committed before anyone hears the turn ended. Retry while
 	// the store is unavailable: a started row must not be left behind by a

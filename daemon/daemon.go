@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/rpc"
@@ -177,10 +179,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if err := d.sched.Stop(ctx); err != nil {
 			d.stopErr = fmt.Errorf("settle running turns: %w", err)
 		}
-		d.cancel()
 		d.connMu.Lock()
 		for c := range d.conns {
-			c.Close(1001, "daemon stopping")
+			c.Close(websocket.StatusGoingAway, "daemon stopping")
 		}
 		d.connMu.Unlock()
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -189,6 +190,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		waitGroup(waitCtx, &d.connWG)
 		cancel()
+		d.cancel()
 		d.prompts.Stop()
 		if err := d.db.InTx(context.Background(), func(tx *store.Tx) error {
 			_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), d.epoch)

@@ -178,8 +178,8 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 	}
 	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
 		return tx.Select(&rows, `SELECT s.session_id, s.title, s.cwd, s.created_at,
-			(SELECT admission_id FROM session_admissions a WHERE a.target_session_id = s.session_id AND a.status = 'started') AS running,
-			(SELECT count(*) FROM session_admissions a WHERE a.target_session_id = s.session_id AND a.status <> 'terminal') AS pending_count
+			(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
+			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count
 			FROM sessions s `+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
 	})
 	if err != nil {

@@ -90,7 +90,7 @@ func TestFoundationLifecycle(t *testing.T) {
 		t.Fatalf("SIGTERM exit code %d\n%s", code, d.Stderr())
 	}
 	if got := c.WaitClosed(t, wait); got != websocket.StatusGoingAway {
-		t.Fatalf("close status = %v, want 1001", got)
+		t.Fatalf("close status = %v, want 1001 (err %v)", got, c.Err())
 	}
 	if _, err := os.Stat(fixtures.DescriptorPath(d.Home)); !os.IsNotExist(err) {
 		t.Fatalf("descriptor after SIGTERM: %v", err)

@@ -190,9 +190,7 @@ func (c *Conn) readLoop() {
 		// the connection with a proper close handshake instead.
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
-			if websocket.CloseStatus(err) == -1 && c.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-				c.opt.Logger.Debug("rpc read ended", "err", err)
-			}
+			c.opt.Logger.Debug("rpc read ended", "err", err)
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				c.shutdown(websocket.StatusMessageTooBig, "message too big")
 			} else {
@@ -426,7 +424,8 @@ func (c *Conn) writeLoop() {
 		if status == 0 {
 			status = websocket.StatusInternalError
 		}
-		c.ws.Close(status, reason)
+		err := c.ws.Close(status, reason)
+		c.opt.Logger.Debug("websocket close handshake", "status", int(status), "err", err)
 	}()
 	for {
 		select {
@@ -435,7 +434,10 @@ func (c *Conn) writeLoop() {
 				b = b[1:]
 				c.notifies.Add(-1)
 			}
-			ctx, cancel := context.WithTimeout(c.ctx, c.opt.WriteTimeout)
+			// Not derived from c.ctx: a write whose context ends makes
+			// the websocket library drop the TCP connection, which would
+			// lose the close frame sent after c.ctx is cancelled.
+			ctx, cancel := context.WithTimeout(context.Background(), c.opt.WriteTimeout)
 			err := c.ws.Write(ctx, websocket.MessageText, b)
 			cancel()
 			if err != nil {

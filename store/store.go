@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +70,9 @@ type DB struct {
 
 	sink func(Event)
 
+	stmtMu sync.Mutex
+	stmts  map[string]*sqlx.Stmt
+
 	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
 	txs     atomic.Int64
@@ -109,8 +113,12 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
+	// Two writer connections: the committer's transactions use one at a
+	// time (it is the only goroutine that begins write transactions); the
+	// other lets a statement be prepared while a transaction is open, so
+	// that database/sql caches prepared statements per connection.
+	w.SetMaxOpenConns(2)
+	w.SetMaxIdleConns(2)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	db := &DB{path: abs, opt: opt, w: w,
@@ -169,6 +177,12 @@ func (db *DB) Close() error {
 	}
 	close(db.stop)
 	<-db.stopped
+	db.stmtMu.Lock()
+	for _, s := range db.stmts {
+		s.Close()
+	}
+	db.stmts = nil
+	db.stmtMu.Unlock()
 	_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	return errors.Join(db.r.Close(), db.w.Close())
 }
@@ -283,6 +297,7 @@ func IsConstraint(err error) bool {
 type Tx struct {
 	*sqlx.Tx
 	ctx      context.Context
+	db       *DB
 	onCommit []func()
 	sink     func(Event)
 }
@@ -403,15 +418,15 @@ func (db *DB) runBatch(batch []*txRequest) {
 	results := make([]txResult, len(live))
 	hooks := make([][]func(), len(live))
 	for i, r := range live {
-		t := &Tx{Tx: tx, ctx: r.ctx, sink: db.sink}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT sp"); err != nil {
+		t := &Tx{Tx: tx, ctx: r.ctx, db: db, sink: db.sink}
+		if _, err := t.Exec("SAVEPOINT sp"); err != nil {
 			tx.Rollback()
 			failAll(Classify(fmt.Errorf("savepoint: %w", err)))
 			return
 		}
 		res := callTx(r.fn, t)
 		if res.err == nil && res.panicked == nil {
-			if _, err := tx.ExecContext(ctx, "RELEASE sp"); err != nil {
+			if _, err := t.Exec("RELEASE sp"); err != nil {
 				tx.Rollback()
 				failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
 				return
@@ -424,7 +439,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 		// SQLite may have rolled back the whole transaction by itself (disk
 		// full, I/O error, busy); then the savepoint is gone and the batch
 		// must fail as one.
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO sp"); err != nil {
+		if _, err := t.Exec("ROLLBACK TO sp"); err != nil {
 			tx.Rollback()
 			for j, r := range live {
 				if j == i {
@@ -435,7 +450,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 			}
 			return
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE sp"); err != nil {
+		if _, err := t.Exec("RELEASE sp"); err != nil {
 			tx.Rollback()
 			failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
 			return
@@ -498,3 +513,53 @@ func Now() string { return FormatTime(time.Now()) }
 
 // FormatTime formats t like Now.
 func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// stmt returns the writer pool's prepared statement for query, preparing it
+// once; database/sql then prepares it at most once on each connection and
+// reuses it in every transaction (Tx.Stmtx).
+func (db *DB) stmt(query string) (*sqlx.Stmt, error) {
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if s, ok := db.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := db.w.Preparex(query)
+	if err != nil {
+		return nil, err
+	}
+	if db.stmts == nil {
+		db.stmts = map[string]*sqlx.Stmt{}
+	}
+	db.stmts[query] = s
+	return s, nil
+}
+
+// Get runs a single-row query in the transaction with a cached prepared
+// statement; sql.ErrNoRows when nothing matched.
+func (t *Tx) Get(dest any, query string, args ...any) error {
+	s, err := t.db.stmt(query)
+	if err != nil {
+		return err
+	}
+	return t.Stmtx(s).Get(dest, args...)
+}
+
+// Select runs a query in the transaction with a cached prepared statement
+// and scans every row into dest (a slice).
+func (t *Tx) Select(dest any, query string, args ...any) error {
+	s, err := t.db.stmt(query)
+	if err != nil {
+		return err
+	}
+	return t.Stmtx(s).Select(dest, args...)
+}
+
+// Exec runs a statement in the transaction with a cached prepared
+// statement.
+func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	s, err := t.db.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return t.Stmtx(s).Exec(args...)
+}

@@ -50,8 +50,14 @@ CREATE TABLE session_admissions (
     CHECK ((status = 'terminal') = (outcome IS NOT NULL)),
     CHECK (status NOT IN ('started', 'unknown') OR (execution_generation IS NOT NULL AND owner_epoch IS NOT NULL))
 );
--- Non-terminal rows: the FIFO heads, the snapshot's pending list and boot recovery.
-CREATE INDEX session_admissions_open ON session_admissions (status, target_session_id, seq)
+-- Non-terminal rows only, so FIFO work never scans a session's history.
+-- SQLite uses a partial index only when the query repeats its WHERE term,
+-- so every FIFO query says "status <> 'terminal'" literally.
+-- By session: the FIFO head, the snapshot's pending list, wait reasons.
+CREATE INDEX session_admissions_open ON session_admissions (target_session_id, seq)
+    WHERE status <> 'terminal';
+-- By status: boot recovery and the sessions with queued work.
+CREATE INDEX session_admissions_open_status ON session_admissions (status, target_session_id, seq)
     WHERE status <> 'terminal';
 
 -- The transcript. role 'boundary' rows close a lost turn and are never sent as-is.
