@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+)
+
+// startTest starts an in-process daemon whose model parks every turn.
+func startTest(t *testing.T, extra string) *Daemon {
+	t.Helper()
+	m := fixtures.NewFakeModel(t)
+	park := fixtures.NewGate()
+	t.Cleanup(park.Release)
+	m.Default(fixtures.Reply{Text: "parked", Gate: park})
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(fixtures.FakeModelConfig(m, extra)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(context.Background(), Options{Home: home, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	return d
+}
+
+func call(t *testing.T, h rpc.Handler, params any) (any, error) {
+	t.Helper()
+	b, _ := json.Marshal(params)
+	return h(context.Background(), nil, b)
+}
+
+func mustSession(t *testing.T, d *Daemon) string {
+	t.Helper()
+	var id string
+	err := d.db.InTx(context.Background(), func(tx *store.Tx) (err error) {
+		ts := []string{"terminal"}
+		id, err = d.createSession(tx, rpc.SessionCreateParams{Cwd: t.TempDir(), Model: "m", Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Toolsets: &ts})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func wantWire(t *testing.T, err error, reason rpc.Reason) {
+	t.Helper()
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Reason != reason {
+		t.Fatalf("err = %v, want reason %s", err, reason)
+	}
+}
+
+func TestSubmitValidatesInput(t *testing.T) {
+	d := startTest(t, "")
+	sid := mustSession(t, d)
+	for name, p := range map[string]map[string]any{
+		"bad charset": {"session_id": sid, "input_id": "has space", "text": "x"},
+		"too long":    {"session_id": sid, "input_id": strings.Repeat("a", 129), "text": "x"},
+		"empty id":    {"session_id": sid, "input_id": "", "text": "x"},
+		"empty text":  {"session_id": sid, "input_id": "ok", "text": ""},
+		"huge text":   {"session_id": sid, "input_id": "ok", "text": strings.Repeat("x", MaxInputBytes+1)},
+		"attachments": {"session_id": sid, "input_id": "ok", "text": "x", "attachments": "nope"},
+	} {
+		_, err := call(t, d.promptSubmit, p)
+		if err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+		wantWire(t, err, rpc.ReasonInvalidParams)
+	}
+	_, err := call(t, d.promptSubmit, map[string]any{"session_id": "ses_nope", "input_id": "ok", "text": "x"})
+	wantWire(t, err, rpc.ReasonNotFound)
+	_, err = call(t, d.promptCancel, map[string]any{"session_id": sid, "admission_id": "adm_nope"})
+	wantWire(t, err, rpc.ReasonNotFound)
+	var n int
+	d.db.Get(context.Background(), &n, `SELECT count(*) FROM session_admissions`)
+	if n != 0 {
+		t.Fatalf("%d admissions after refused submits", n)
+	}
+}
+
+func TestSubmitWhileDrainingIsRefused(t *testing.T) {
+	d := startTest(t, "")
+	sid := mustSession(t, d)
+	d.draining.Store(true)
+	_, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "late", "text": "x"})
+	wantWire(t, err, rpc.ReasonDraining)
+	_, err = call(t, d.sessionCreate, map[string]any{"cwd": t.TempDir()})
+	wantWire(t, err, rpc.ReasonDraining)
+	d.draining.Store(false)
+}
+
+func TestStorageUnavailableAcknowledgesNothingAndRecovers(t *testing.T) {
+	d := startTest(t, "")
+	sid := mustSession(t, d)
+	ctx := context.Background()
+	// Another process holds the write lock past busy_timeout.
+	other, err := sql.Open("sqlite", store.DSN(d.db.Path(), true, store.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hold, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(`UPDATE sessions SET title = title`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "locked", "text": "x"})
+	wantWire(t, err, rpc.ReasonStorageUnavailable)
+	t.Logf("refused after %v (busy_timeout)", time.Since(start).Round(time.Millisecond))
+	hold.Rollback()
+	var n int
+	d.db.Get(ctx, &n, `SELECT count(*) FROM session_admissions`)
+	if n != 0 {
+		t.Fatalf("%d admissions committed while the store was locked", n)
+	}
+	// Once the lock is gone, the same input is admitted: nothing was
+	// acknowledged before.
+	res, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "locked", "text": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(rpc.Receipt); r.Duplicate || r.Seq != 1 {
+		t.Fatalf("receipt after recovery = %+v", r)
+	}
+}
