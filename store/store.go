@@ -260,8 +260,8 @@ var ErrClosed = fmt.Errorf("%w: store is closed", ErrUnavailable)
 
 type unavailableError struct{ err error }
 
-func (e *unavailableError) Error() string { return "storage unavailable: " + e.err.Error() }
-func (e *unavailableError) Unwrap() error { return e.err }
+func (e *unavailableError) Error() string        { return "storage unavailable: " + e.err.Error() }
+func (e *unavailableError) Unwrap() error        { return e.err }
 func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // Classify wraps err so that errors.Is(err, ErrUnavailable) holds when it is
