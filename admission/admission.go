@@ -130,7 +130,8 @@ var inputIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 func ValidInputID(id string) bool { return inputIDPattern.MatchString(id) }
 
 // Digest is the payload digest that decides duplicate vs conflict: sha256
-// over the text and the attachments' canonical JSON, hex.
+// over the text and the attachments' JSON as given (the daemon passes it
+// canonicalized: sorted keys, no insignificant whitespace), hex.
 func Digest(text string, attachments json.RawMessage) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s", len(text), text)
@@ -298,8 +299,15 @@ func WaitReasons(pending []Receipt, atCapacity bool) {
 // transcript, and appends admission.updated and turn.started events.
 // Refused with ErrSessionBusy while the session has a started admission,
 // ErrUnknownExecution while it has an unknown one, ErrNothingQueued when
-// nothing waits. before, when not nil, runs first in the same transaction.
+// nothing waits.
 func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) {
+	return q.ClaimWith(ctx, sessionID, nil)
+}
+
+// ClaimWith is Claim with onClaimed run after the commit and before the
+// transaction's events are published (on the committer goroutine; it must
+// not block), so that whoever hears turn.started finds the turn registered.
+func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(Admission)) (Admission, error) {
 	var a Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		var blocking []string
@@ -339,6 +347,10 @@ func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) 
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("%w: generation of session %s moved during claim", ErrIllegalTransition, sessionID)
+		}
+		if onClaimed != nil {
+			claimed := a
+			tx.OnCommit(func() { onClaimed(claimed) })
 		}
 		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, store.RoleUser, a.Text, nil, "", ""); err != nil {
 			return err

@@ -180,12 +180,17 @@ func (s *Scheduler) schedule() {
 			if stop || s.ctx.Err() != nil {
 				return
 			}
-			a, err := s.q.Claim(s.ctx, id)
+			// The run is registered in the claim's commit hook, before
+			// turn.started goes out, so an interrupt that follows it finds it.
+			_, err := s.q.ClaimWith(s.ctx, id, func(a Admission) {
+				s.mu.Lock()
+				s.startLocked(a)
+				s.mu.Unlock()
+			})
 			s.mu.Lock()
 			switch {
 			case err == nil:
 				delete(s.candidates, id)
-				s.startLocked(a)
 				progressed = true
 			case errors.Is(err, ErrNothingQueued), errors.Is(err, ErrUnknownExecution), errors.Is(err, ErrSessionBusy), errors.Is(err, ErrSessionNotFound):
 				delete(s.candidates, id)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,9 +217,11 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawM
 		return nil, rpc.InvalidParams("text", "input is %d bytes; the limit is %d", len(p.Text)+len(p.Attachments), MaxInputBytes)
 	}
 	if len(p.Attachments) > 0 && string(p.Attachments) != "null" {
-		if p.Attachments[0] != '[' {
-			return nil, rpc.InvalidParams("attachments", "must be an array")
+		canon, err := canonicalArray(p.Attachments)
+		if err != nil {
+			return nil, rpc.InvalidParams("attachments", "%v", err)
 		}
+		p.Attachments = canon
 	} else {
 		p.Attachments = nil
 	}
@@ -234,6 +237,22 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawM
 		d.sched.Wake(p.SessionID)
 	}
 	return receiptToWire(rec), nil
+}
+
+// canonicalArray re-encodes a JSON array with sorted object keys and no
+// insignificant whitespace, so that the payload digest compares meaning,
+// not formatting. Numbers keep their text.
+func canonicalArray(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v []any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errors.New("must be an array")
+	}
+	if v == nil {
+		return nil, nil
+	}
+	return json.Marshal(v)
 }
 
 func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {

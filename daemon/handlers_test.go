@@ -145,3 +145,24 @@ func TestStorageUnavailableAcknowledgesNothingAndRecovers(t *testing.T) {
 		t.Fatalf("receipt after recovery = %+v", r)
 	}
 }
+
+func TestAttachmentsDigestIgnoresFormatting(t *testing.T) {
+	d := startTest(t, "")
+	sid := mustSession(t, d)
+	first, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "att", "text": "x",
+		"attachments": json.RawMessage(`[{"b":1,"a":"y"}]`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "att", "text": "x",
+		"attachments": json.RawMessage(`[ { "a" : "y", "b" : 1 } ]`)})
+	if err != nil {
+		t.Fatalf("same attachments, other formatting: %v", err)
+	}
+	if r := again.(rpc.Receipt); !r.Duplicate || r.AdmissionID != first.(rpc.Receipt).AdmissionID {
+		t.Fatalf("receipt = %+v", r)
+	}
+	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "att", "text": "x",
+		"attachments": json.RawMessage(`[{"a":"y","b":2}]`)})
+	wantWire(t, err, rpc.ReasonAdmissionConflict)
+}
