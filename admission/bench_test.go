@@ -38,19 +38,15 @@ func BenchmarkAdmitBehindQueue(b *testing.B) {
 			e := newEnv(b)
 			e.session("s")
 			check(b, e.db.InTx(context.Background(), func(tx *store.Tx) error {
-				st, err := tx.Preparex(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq,
-					status, text, payload_digest, created_at) VALUES (?, 's', ?, ?, 'queued', 'x', 'd', ?)`)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
+				const insert = `INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq,
+					status, text, payload_digest, created_at) VALUES (?, 's', ?, ?, 'queued', 'x', 'd', ?)`
 				now := store.Now()
 				for i := 1; i <= depth; i++ {
-					if _, err := st.Exec(fmt.Sprint("pre-", i), fmt.Sprint("pre-", i), i, now); err != nil {
+					if _, err := tx.Exec(insert, fmt.Sprint("pre-", i), fmt.Sprint("pre-", i), i, now); err != nil {
 						return err
 					}
 				}
-				_, err = tx.Exec(`UPDATE sessions SET next_admission_seq = ? WHERE session_id = 's'`, depth+1)
+				_, err := tx.Exec(`UPDATE sessions SET next_admission_seq = ? WHERE session_id = 's'`, depth+1)
 				return err
 			}))
 			ctx := context.Background()
@@ -120,22 +116,14 @@ func BenchmarkRecover(b *testing.B) {
 	built := time.Now()
 	check(b, e.db.InTx(ctx, func(tx *store.Tx) error {
 		now := store.Now()
-		sst, err := tx.Preparex(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at,
-			execution_generation, next_admission_seq) VALUES (?, '/tmp', 'm', 'openai', '', '[]', ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer sst.Close()
-		ast, err := tx.Preparex(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
+		const sessionInsert = `INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at,
+			execution_generation, next_admission_seq) VALUES (?, '/tmp', 'm', 'openai', '', '[]', ?, ?, ?)`
+		const admissionInsert = `INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
 			outcome, execution_generation, owner_epoch, text, payload_digest, created_at, started_at, settled_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'benchmark input text', 'digest', ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ast.Close()
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'benchmark input text', 'digest', ?, ?, ?)`
 		for s := range sessions {
 			sid := fmt.Sprintf("sess-%06d", s)
-			if _, err := sst.Exec(sid, now, history+1, history+perOpen+1); err != nil {
+			if _, err := tx.Exec(sessionInsert, sid, now, history+1, history+perOpen+1); err != nil {
 				return err
 			}
 			for seq := 1; seq <= history+perOpen; seq++ {
@@ -143,11 +131,11 @@ func BenchmarkRecover(b *testing.B) {
 				var err error
 				switch {
 				case seq <= history:
-					_, err = ast.Exec(id, sid, id, seq, "terminal", "completed", seq, 1, now, now, now)
+					_, err = tx.Exec(admissionInsert, id, sid, id, seq, "terminal", "completed", seq, 1, now, now, now)
 				case seq == history+1:
-					_, err = ast.Exec(id, sid, id, seq, "started", nil, seq, 1, now, now, nil)
+					_, err = tx.Exec(admissionInsert, id, sid, id, seq, "started", nil, seq, 1, now, now, nil)
 				default:
-					_, err = ast.Exec(id, sid, id, seq, "queued", nil, nil, nil, now, nil, nil)
+					_, err = tx.Exec(admissionInsert, id, sid, id, seq, "queued", nil, nil, nil, now, nil, nil)
 				}
 				if err != nil {
 					return err

@@ -58,10 +58,11 @@ func (o *Options) defaults() {
 // DB is state.db: one writer connection owned by a committer goroutine and a
 // bounded pool of query-only readers. Safe for concurrent use.
 type DB struct {
-	path string
-	opt  Options
-	w    *sqlx.DB
-	r    *sqlx.DB
+	path  string
+	opt   Options
+	w     *sqlx.DB   // the writer pool: one connection
+	wconn *sqlx.Conn // that connection, pinned by the committer after migrations
+	r     *sqlx.DB
 
 	reqs    chan *txRequest
 	stop    chan struct{}
@@ -113,17 +114,18 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
-	// Two writer connections: the committer's transactions use one at a
-	// time (it is the only goroutine that begins write transactions); the
-	// other lets a statement be prepared while a transaction is open, so
-	// that database/sql caches prepared statements per connection.
-	w.SetMaxOpenConns(2)
-	w.SetMaxIdleConns(2)
+	// One writer connection. After the migrations the committer pins it for
+	// the store's lifetime (see commitLoop).
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	db := &DB{path: abs, opt: opt, w: w,
 		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
 	fail := func(err error) (*DB, error) {
+		if db.wconn != nil {
+			db.wconn.Close()
+		}
 		w.Close()
 		if db.r != nil {
 			db.r.Close()
@@ -139,6 +141,9 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	if err := db.migrate(ctx); err != nil {
 		return fail(err)
+	}
+	if db.wconn, err = w.Connx(ctx); err != nil {
+		return fail(Classify(fmt.Errorf("pin writer connection: %w", err)))
 	}
 	r, err := sqlx.Open("sqlite", DSN(abs, false, opt))
 	if err != nil {
@@ -183,7 +188,8 @@ func (db *DB) Close() error {
 	}
 	db.stmts = nil
 	db.stmtMu.Unlock()
-	_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	_, _ = db.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+	db.wconn.Close()
 	return errors.Join(db.r.Close(), db.w.Close())
 }
 
@@ -293,9 +299,10 @@ func IsConstraint(err error) bool {
 }
 
 // Tx is one write transaction handed to an InTx callback. It runs inside a
-// savepoint of a group commit; see InTx.
+// savepoint of a group commit on the pinned writer connection; see InTx.
+// Get, Select and Exec use prepared statements cached for the store's
+// lifetime.
 type Tx struct {
-	*sqlx.Tx
 	ctx      context.Context
 	db       *DB
 	onCommit []func()
@@ -409,25 +416,27 @@ func (db *DB) runBatch(batch []*txRequest) {
 			r.done <- txResult{err: err}
 		}
 	}
-	ctx := context.Background()
-	tx, err := db.w.BeginTxx(ctx, nil)
-	if err != nil {
+	// The committer drives the transaction on its pinned connection itself:
+	// BEGIN IMMEDIATE … COMMIT, one SAVEPOINT per caller.
+	ctl := &Tx{ctx: context.Background(), db: db}
+	rollback := func() { ctl.Exec("ROLLBACK") } // fails harmlessly if SQLite already rolled back
+	if _, err := ctl.Exec("BEGIN IMMEDIATE"); err != nil {
 		failAll(Classify(fmt.Errorf("begin immediate: %w", err)))
 		return
 	}
 	results := make([]txResult, len(live))
 	hooks := make([][]func(), len(live))
 	for i, r := range live {
-		t := &Tx{Tx: tx, ctx: r.ctx, db: db, sink: db.sink}
+		t := &Tx{ctx: r.ctx, db: db, sink: db.sink}
 		if _, err := t.Exec("SAVEPOINT sp"); err != nil {
-			tx.Rollback()
+			rollback()
 			failAll(Classify(fmt.Errorf("savepoint: %w", err)))
 			return
 		}
 		res := callTx(r.fn, t)
 		if res.err == nil && res.panicked == nil {
 			if _, err := t.Exec("RELEASE sp"); err != nil {
-				tx.Rollback()
+				rollback()
 				failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
 				return
 			}
@@ -440,7 +449,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 		// full, I/O error, busy); then the savepoint is gone and the batch
 		// must fail as one.
 		if _, err := t.Exec("ROLLBACK TO sp"); err != nil {
-			tx.Rollback()
+			rollback()
 			for j, r := range live {
 				if j == i {
 					r.done <- res
@@ -451,12 +460,13 @@ func (db *DB) runBatch(batch []*txRequest) {
 			return
 		}
 		if _, err := t.Exec("RELEASE sp"); err != nil {
-			tx.Rollback()
+			rollback()
 			failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := ctl.Exec("COMMIT"); err != nil {
+		rollback()
 		err = Classify(fmt.Errorf("commit: %w", err))
 		for i, r := range live {
 			if results[i].err != nil || results[i].panicked != nil {
@@ -514,16 +524,15 @@ func Now() string { return FormatTime(time.Now()) }
 // FormatTime formats t like Now.
 func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// stmt returns the writer pool's prepared statement for query, preparing it
-// once; database/sql then prepares it at most once on each connection and
-// reuses it in every transaction (Tx.Stmtx).
+// stmt returns the prepared statement for query on the pinned writer
+// connection, preparing it once. Only the committer goroutine calls it.
 func (db *DB) stmt(query string) (*sqlx.Stmt, error) {
 	db.stmtMu.Lock()
 	defer db.stmtMu.Unlock()
 	if s, ok := db.stmts[query]; ok {
 		return s, nil
 	}
-	s, err := db.w.Preparex(query)
+	s, err := db.wconn.PreparexContext(context.Background(), query)
 	if err != nil {
 		return nil, err
 	}
@@ -534,32 +543,31 @@ func (db *DB) stmt(query string) (*sqlx.Stmt, error) {
 	return s, nil
 }
 
-// Get runs a single-row query in the transaction with a cached prepared
-// statement; sql.ErrNoRows when nothing matched.
+// Get runs a single-row query in the transaction; sql.ErrNoRows when
+// nothing matched.
 func (t *Tx) Get(dest any, query string, args ...any) error {
 	s, err := t.db.stmt(query)
 	if err != nil {
 		return err
 	}
-	return t.Stmtx(s).Get(dest, args...)
+	return s.Get(dest, args...)
 }
 
-// Select runs a query in the transaction with a cached prepared statement
-// and scans every row into dest (a slice).
+// Select runs a query in the transaction and scans every row into dest (a
+// slice).
 func (t *Tx) Select(dest any, query string, args ...any) error {
 	s, err := t.db.stmt(query)
 	if err != nil {
 		return err
 	}
-	return t.Stmtx(s).Select(dest, args...)
+	return s.Select(dest, args...)
 }
 
-// Exec runs a statement in the transaction with a cached prepared
-// statement.
+// Exec runs a statement in the transaction.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	s, err := t.db.stmt(query)
 	if err != nil {
 		return nil, err
 	}
-	return t.Stmtx(s).Exec(args...)
+	return s.Exec(args...)
 }

@@ -207,9 +207,16 @@ func TestDiskFullIsUnavailableAndRecovers(t *testing.T) {
 	ctx := context.Background()
 	var pages int
 	db.Get(ctx, &pages, "PRAGMA page_count")
-	if _, err := db.w.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+1)); err != nil {
-		t.Fatal(err)
+	setMax := func(n int) {
+		t.Helper()
+		if err := db.InTx(ctx, func(tx *Tx) error {
+			_, err := tx.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", n))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	setMax(pages + 1)
 	big := strings.Repeat("x", 64<<10)
 	err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, big) })
 	if !errors.Is(err, ErrUnavailable) {
@@ -218,7 +225,7 @@ func TestDiskFullIsUnavailableAndRecovers(t *testing.T) {
 	if n := countPatterns(t, db); n != 0 {
 		t.Fatalf("rows = %d after a full disk", n)
 	}
-	db.w.Exec("PRAGMA max_page_count = 1073741823")
+	setMax(1073741823)
 	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, big) }); err != nil {
 		t.Fatalf("after space came back: %v", err)
 	}
