@@ -169,7 +169,9 @@ func (c *Conn) Close(status websocket.StatusCode, reason string) {
 
 func (c *Conn) shutdown(status websocket.StatusCode, reason string) {
 	c.closeOnce.Do(func() {
+		c.mu.Lock()
 		c.closeStatus, c.closeReason = status, reason
+		c.mu.Unlock()
 		c.cancel(fmt.Errorf("closed: %d %s", status, reason))
 	})
 }
@@ -177,7 +179,9 @@ func (c *Conn) shutdown(status websocket.StatusCode, reason string) {
 // slow closes a client that cannot keep up, without flushing.
 func (c *Conn) slow() {
 	c.closeOnce.Do(func() {
+		c.mu.Lock()
 		c.closeStatus, c.closeReason = websocket.StatusPolicyViolation, "client too slow; reconnect and resume from your last seq"
+		c.mu.Unlock()
 		c.opt.Logger.Warn("closing slow client", "send_queue", c.opt.SendQueue)
 		c.cancel(errSlow)
 	})
