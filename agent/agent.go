@@ -49,6 +49,7 @@ type ToolEvent struct {
 	OK       bool
 	ExitCode *int
 	Result   string // the tool message content given to the model
+	Ran      bool   // a process was started for this call
 }
 
 // Journal persists the turn and emits its events. Every write is fenced:
@@ -138,9 +139,9 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 			if ctx.Err() != nil {
 				return Result{Outcome: "failed", Error: "interrupted"}
 			}
-			return failed("model: %v", err)
+			return failed("%v", err) // model.Error texts start with "model: "
 		}
-		calls := dedupeCalls(resp.ToolCalls)
+		calls := dedupeCalls(resp.ToolCalls, transcript)
 		if err := r.Journal.AssistantMessage(ctx, t, resp.Content, calls); err != nil {
 			return failed("persist assistant message: %v", err)
 		}
@@ -158,8 +159,14 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 			}
 			r.runTool(ctx, s, t, &ev, c)
 			if ctx.Err() != nil {
-				// Interrupted while the tool ran or waited: the settle
-				// gives this call its "not run" result.
+				if ev.Ran {
+					// The command was running when the turn was stopped:
+					// record that it ran and was killed, so the model never
+					// reads "not run" about a command with effects. The write
+					// is still fenced on the execution being live.
+					r.Journal.ToolCompleted(context.WithoutCancel(ctx), t, ev)
+				}
+				// Otherwise the settle gives the call its "not run" result.
 				return Result{Outcome: "failed", Error: "interrupted"}
 			}
 			if err := r.Journal.ToolCompleted(ctx, t, ev); err != nil {
@@ -171,14 +178,26 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 	return failed("reached agent.max_iterations (%d) model calls without a final answer", maxIter)
 }
 
-// dedupeCalls gives every call a unique non-empty id so that results pair
-// with calls even when a server repeats or omits ids.
-func dedupeCalls(calls []model.ToolCall) []model.ToolCall {
+// dedupeCalls gives every call an id that is non-empty and unique in the
+// session's transcript, so that results pair with calls even when a server
+// omits ids or repeats them (within a reply, or across replies: some
+// servers number calls "call_0", "call_1", … in every response).
+func dedupeCalls(calls []model.ToolCall, transcript []Stored) []model.ToolCall {
 	seen := map[string]bool{}
+	for _, m := range transcript {
+		for _, c := range m.ToolCalls {
+			seen[c.ID] = true
+		}
+	}
 	out := make([]model.ToolCall, 0, len(calls))
 	for i, c := range calls {
 		if c.ID == "" || seen[c.ID] {
-			c.ID = fmt.Sprintf("call_%d_%s", i, strings.ReplaceAll(c.ID, " ", ""))
+			base := fmt.Sprintf("call_%d_%s", i, strings.ReplaceAll(c.ID, " ", ""))
+			id := base
+			for n := 1; seen[id]; n++ {
+				id = fmt.Sprintf("%s_%d", base, n)
+			}
+			c.ID = id
 		}
 		seen[c.ID] = true
 		out = append(out, c)
@@ -304,11 +323,19 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	if args.Timeout > 0 && time.Duration(args.Timeout)*time.Second < timeout {
 		timeout = time.Duration(args.Timeout) * time.Second
 	}
+	ev.Ran = true
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
 		OutputLimit: r.Config.OutputLimit, OnOutput: func(chunk string) {
 			r.Journal.Delta(t, "tool.output", map[string]string{"tool_call_id": c.ID, "text": chunk})
 		}})
+	if ctx.Err() != nil {
+		ev.OK = false
+		ev.Result = resultJSON(map[string]any{"error": InterruptedWhileRunning, "exit_code": -1,
+			"output": res.Output, "truncated": res.Truncated, "duration_ms": res.DurationMS})
+		return
+	}
 	if err != nil {
+		ev.Ran = false
 		errorResult(ev, "could not run the command: %v", err)
 		return
 	}

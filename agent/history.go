@@ -19,6 +19,11 @@ type Stored struct {
 // as an assistant note.
 const RoleBoundary = "boundary"
 
+// InterruptedWhileRunning is the result of a command that was running when
+// its turn was interrupted: its process group was killed and its effects
+// are unknown.
+const InterruptedWhileRunning = "interrupted while running: the command was killed when the turn was stopped; its effects are unknown"
+
 // SyntheticInterrupted is the result given to a tool call that never got
 // one (its turn was interrupted, failed or lost).
 const SyntheticInterrupted = "not run: turn interrupted"

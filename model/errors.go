@@ -76,7 +76,7 @@ func (e *Error) Error() string {
 			b.WriteString(" " + t)
 		}
 	case KindTruncated:
-		b.WriteString("response stream ended before completion (no finish_reason and no [DONE])")
+		b.WriteString("response truncated: the stream ended before completion (no finish_reason and no [DONE])")
 	case KindBadResponse:
 		b.WriteString("unusable response from server")
 	case KindTimeout:
