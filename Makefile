@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/sessiond/sessiond/daemon.Version=$(VERSION)
+LDFLAGS := -X github.com/sessiond/sessiond/daemon.Version=$(VERSION) -X main.version=$(VERSION)
 # make run keeps its home inside the repository unless SESSIOND_HOME is set.
 SESSIOND_HOME ?= $(CURDIR)/.home
 export SESSIOND_HOME

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sessiond/sessiond/rpc"
+)
+
+// descriptorFile is HOME/daemon.json (PROTOCOL.md section 1).
+const descriptorFile = "daemon.json"
+
+// descriptor is HOME/daemon.json. It mirrors daemon.Descriptor; the
+// daemon package is not imported because it pulls in the whole server
+// (SQLite, the model client).
+type descriptor struct {
+	PID       int    `json:"pid"`
+	URL       string `json:"url"`
+	Token     string `json:"token"`
+	Protocol  int    `json:"protocol"`
+	Version   string `json:"version"`
+	BootEpoch int64  `json:"boot_epoch"`
+	StartedAt string `json:"started_at"`
+}
+
+// resolveHome picks the home like the daemon does (daemon.ResolveHome):
+// flag, else $SESSIOND_HOME, else $XDG_STATE_HOME/sessiond, else
+// ~/.local/state/sessiond; the result is absolute.
+func resolveHome(flag string) (string, error) {
+	home := flag
+	if home == "" {
+		home = os.Getenv("SESSIOND_HOME")
+	}
+	if home == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+			home = filepath.Join(x, "sessiond")
+		} else {
+			u, err := os.UserHomeDir()
+			if err != nil {
+				return "", fail(exitUsage, "no --home, SESSIOND_HOME or XDG_STATE_HOME, and no user home: %v", err)
+			}
+			home = filepath.Join(u, ".local", "state", "sessiond")
+		}
+	}
+	return filepath.Abs(home)
+}
+
+// readDescriptor reads HOME/daemon.json, explaining a missing daemon.
+func readDescriptor(home string) (descriptor, error) {
+	var d descriptor
+	path := filepath.Join(home, descriptorFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return d, fail(exitUnreachable, "no daemon running for home %s (no %s); start it with `sessiond --home %s` (or `make run` in the repository)", home, descriptorFile, home)
+	}
+	if err != nil {
+		return d, fail(exitUnreachable, "cannot read %s: %v", path, err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil || d.URL == "" {
+		if err == nil {
+			err = errors.New(`no "url"`)
+		}
+		return d, fail(exitUnreachable, "%s is not a daemon descriptor (%v); restart the daemon to rewrite it", path, err)
+	}
+	if d.Protocol != 0 && d.Protocol != rpc.ProtocolVersion {
+		return d, fail(exitUnreachable, "the daemon for home %s speaks protocol %d; this sessionctl speaks %d", home, d.Protocol, rpc.ProtocolVersion)
+	}
+	return d, nil
+}
+
+// connect reads the descriptor (fresh every time: a restarted daemon has a
+// new port and token) and opens an authenticated connection. Every error is
+// an *exitError with code 3 and one explaining line.
+func (a *app) connect(ctx context.Context, opt rpc.DialOptions) (*rpc.Client, descriptor, error) {
+	home, err := resolveHome(a.home)
+	if err != nil {
+		return nil, descriptor{}, err
+	}
+	d, err := readDescriptor(home)
+	if err != nil {
+		return nil, d, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
+	defer cancel()
+	opt.Token = d.Token
+	c, err := rpc.Dial(dctx, d.URL, opt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, d, ctx.Err()
+		}
+		return nil, d, explainDial(err, home, d, a.connectTimeout)
+	}
+	return c, d, nil
+}
+
+func explainDial(err error, home string, d descriptor, timeout time.Duration) error {
+	var de *rpc.DialError
+	if !errors.As(err, &de) {
+		return fail(exitUnreachable, "cannot connect to the daemon at %s: %v", d.URL, err)
+	}
+	switch de.StatusCode {
+	case 0:
+	case http.StatusUnauthorized:
+		return fail(exitUnreachable, "the daemon at %s refused the token from %s (HTTP 401); the descriptor does not match the running daemon — restart it", d.URL, filepath.Join(home, descriptorFile))
+	case http.StatusForbidden:
+		return fail(exitUnreachable, "the daemon at %s refused this connection (HTTP 403: host or origin not allowed)", d.URL)
+	case http.StatusServiceUnavailable:
+		return fail(exitUnreachable, "the daemon at %s is stopping (HTTP 503); retry once it has restarted", d.URL)
+	default:
+		return fail(exitUnreachable, "the daemon at %s refused the connection (HTTP %d %s)", d.URL, de.StatusCode, http.StatusText(de.StatusCode))
+	}
+	if d.PID > 0 && !processAlive(d.PID) {
+		return fail(exitUnreachable, "no daemon running for home %s: daemon.json names pid %d, which is gone (it was killed); start the daemon again", home, d.PID)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fail(exitUnreachable, "cannot reach the daemon at %s (pid %d, home %s): connection refused; start the daemon again", d.URL, d.PID, home)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fail(exitUnreachable, "the daemon at %s (pid %d) did not answer within %v", d.URL, d.PID, timeout)
+	}
+	return fail(exitUnreachable, "cannot reach the daemon at %s (pid %d, home %s): %v", d.URL, d.PID, home, errors.Unwrap(err))
+}
+
+// processAlive reports whether pid exists (signal 0). EPERM means it
+// exists but belongs to someone else.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// describeClosed explains a lost connection in one line.
+func describeClosed(err error) string {
+	if err == nil {
+		return "connection closed"
+	}
+	var ce *rpc.ClosedError
+	if errors.As(err, &ce) {
+		switch ce.Status {
+		case 1001:
+			return "the daemon is stopping (1001)"
+		case 1008:
+			return "the connection fell behind and was closed (1008)"
+		case 1009:
+			return "a message was too big (1009)"
+		}
+		if ce.Status >= 0 {
+			return fmt.Sprintf("the daemon closed the connection (%d %s)", int(ce.Status), ce.Reason)
+		}
+		if ce.Err != nil {
+			// "failed to get reader: failed to read frame header: EOF" -> "EOF"
+			msg := ce.Err.Error()
+			if i := strings.LastIndex(msg, ": "); i >= 0 {
+				msg = msg[i+2:]
+			}
+			return "the connection to the daemon broke (" + msg + ")"
+		}
+	}
+	return fmt.Sprint(err)
+}

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiond/sessiond/rpc"
+)
+
+// newInputID returns a fresh idempotency key for prompt.submit:
+// PREFIX-UNIXMILLI-RANDOM, within [A-Za-z0-9._:-]{1,128}.
+func newInputID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", prefix, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// sendResult is the JSON of `send --json`.
+type sendResult struct {
+	SessionID   string       `json:"session_id"`
+	InputID     string       `json:"input_id"`
+	AdmissionID string       `json:"admission_id"`
+	Outcome     string       `json:"outcome"` // completed | failed | interrupted | cancelled | unknown
+	Error       string       `json:"error,omitempty"`
+	Reply       string       `json:"reply"`
+	Receipt     *rpc.Receipt `json:"receipt"`
+}
+
+func (a *app) sendCommand() *cobra.Command {
+	var inputID string
+	var reconnectFor time.Duration
+	cmd := &cobra.Command{
+		Use:   "send SESSION TEXT",
+		Short: "Submit one input, wait for its turn and print the reply",
+		Long: `Submits TEXT to the session ("-" reads it from stdin), waits until that
+input's turn has settled and prints the assistant's reply on stdout. It
+subscribes to the session before submitting, so no event is missed.
+
+Exit 0 when the turn completed; 1 when it failed, was interrupted or
+cancelled (the reason goes to stderr), or when the daemon crashed while it
+ran (the admission is then unknown: see resolve).
+
+--input-id makes the submit idempotent across invocations: the same id with
+the same text never runs twice, and a repeated send just waits for (or
+reports) the original turn. Without it a fresh id is used. If the
+connection drops while waiting, send reconnects (re-reading daemon.json, so
+a restarted daemon is found), resumes after the last event it saw and
+re-submits with the same input id, which is safe.
+
+The turn runs in the daemon: interrupting sessionctl (Ctrl-C, --timeout)
+stops waiting, not the turn. Approvals and clarifications the turn asks for
+must be answered elsewhere (attach, approve, answer) or they time out.`,
+		Example: `  sessionctl send "$S" "summarise README.md"
+  git diff | sessionctl send "$S" -
+  sessionctl send "$S" "run the tests" --input-id ci-build-1234 --json | jq -r .reply
+  sessionctl send "$S" "long job" --timeout 10m || echo "turn did not complete"`,
+		Args: args(2, "SESSION TEXT"),
+	}
+	cmd.Flags().StringVar(&inputID, "input-id", "", "idempotency key, 1-128 characters of [A-Za-z0-9._:-] (default: a fresh one)")
+	cmd.Flags().DurationVar(&a.timeout, "timeout", 0, "stop waiting after this long (0: wait until the turn settles)")
+	cmd.Flags().DurationVar(&reconnectFor, "reconnect-timeout", time.Minute, "how long to keep reconnecting after the connection drops")
+	a.addJSONFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		text := args[1]
+		if text == "-" {
+			b, err := io.ReadAll(a.stdin)
+			if err != nil {
+				return fail(exitFailed, "reading the input from stdin: %v", err)
+			}
+			text = string(b)
+		}
+		if text == "" {
+			return usageError("send needs a non-empty TEXT")
+		}
+		if inputID == "" {
+			inputID = newInputID("sessionctl")
+		}
+		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor,
+			msgs: map[int64]rpc.Message{}}
+		return s.run(ctx)
+	})
+	return cmd
+}
+
+// sender is one `send`: submit, wait, reconnect.
+type sender struct {
+	app          *app
+	sessionID    string
+	inputID      string
+	text         string
+	reconnectFor time.Duration
+
+	admissionID string
+	receipt     *rpc.Receipt
+	turnError   string
+	msgs        map[int64]rpc.Message // assistant messages of the admission, by id
+	lastSeq     int64                 // -1 before the first snapshot
+	finished    bool
+	warned      bool // about waiting behind an unknown admission
+}
+
+// errLost means the connection ended before the turn settled.
+var errLost = errors.New("connection lost")
+
+func (s *sender) run(ctx context.Context) error {
+	s.lastSeq = -1
+	var lostAt time.Time
+	var lastErr error
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		c, _, err := s.app.connect(ctx, rpc.DialOptions{})
+		if err == nil {
+			if attempt > 0 {
+				fmt.Fprintf(s.app.stderr, "sessionctl: reconnected; resuming after seq %d\n", s.lastSeq)
+			}
+			err = s.session(ctx, c)
+			c.Close()
+			if err == nil {
+				return s.report()
+			}
+			if !errors.Is(err, errLost) {
+				return s.explain(ctx, err)
+			}
+			lastErr = c.Err()
+			fmt.Fprintf(s.app.stderr, "sessionctl: %s; reconnecting\n", describeClosed(c.Err()))
+			lostAt, backoff = time.Now(), 100*time.Millisecond
+		} else {
+			if attempt == 0 || ctx.Err() != nil {
+				return s.explain(ctx, err)
+			}
+			lastErr = err
+			if time.Since(lostAt) > s.reconnectFor {
+				return fail(exitUnreachable, "lost the daemon while waiting for input %s and could not reconnect within %v: %v", s.inputID, s.reconnectFor, oneLine(lastErr.Error()))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return s.explain(ctx, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// explain turns a context end into the right message.
+func (s *sender) explain(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	where := "the turn continues in the daemon"
+	if s.admissionID != "" {
+		where = fmt.Sprintf("the turn continues in the daemon (admission %s; stop it with `sessionctl interrupt %s`)", s.admissionID, s.sessionID)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fail(exitFailed, "gave up waiting after %v; %s", s.app.timeout, where)
+	}
+	return fail(exitInterrupted, "stopped waiting; %s", where)
+}
+
+// session does one connection's work: subscribe (resume after the last
+// seen event), submit idempotently, then follow events until the
+// admission settles. It returns nil when finished, errLost when the
+// connection ended first, or the error to report.
+func (s *sender) session(ctx context.Context, c *rpc.Client) error {
+	p := rpc.ResumeParams{SessionID: s.sessionID}
+	if s.lastSeq >= 0 {
+		p.AfterSeq = &s.lastSeq
+	}
+	var snap rpc.Snapshot
+	if err := c.Call(ctx, rpc.MethodSessionResume, p, &snap); err != nil {
+		return s.lostOr(c, err)
+	}
+	s.lastSeq = snap.LastSeq
+	// Submit (again: the same input_id is idempotent) to learn the
+	// admission and its status as of now.
+	var r rpc.Receipt
+	for {
+		err := c.Call(ctx, rpc.MethodPromptSubmit, rpc.SubmitParams{SessionID: s.sessionID, InputID: s.inputID, Text: s.text}, &r)
+		if errors.Is(err, rpc.ErrOverloaded) {
+			select {
+			case <-time.After(200 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if errors.Is(err, rpc.ErrDraining) {
+			// The daemon is stopping: wait for it to close the
+			// connection, then reconnect to its successor.
+			select {
+			case <-c.Done():
+				return errLost
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if errors.Is(err, rpc.ErrAdmissionConflict) {
+			return fail(exitFailed, "input id %s was already used in this session with a different text", s.inputID)
+		}
+		if errors.Is(err, rpc.ErrCancelled) {
+			return fail(exitFailed, "input id %s was cancelled earlier; it never runs (use a new --input-id)", s.inputID)
+		}
+		if err != nil {
+			return s.lostOr(c, err)
+		}
+		break
+	}
+	s.admissionID = r.AdmissionID
+	s.setReceipt(r)
+	if r.Status == "queued" && r.Reason == "unknown" && !s.warned {
+		s.warned = true
+		fmt.Fprintf(s.app.stderr, "sessionctl: note: input %s waits behind an admission left unknown by a daemon crash; it runs once an operator resolves that one (sessionctl pending %s)\n", s.inputID, s.sessionID)
+	}
+	for _, m := range snap.Messages {
+		s.addMessage(m)
+	}
+	if s.finished {
+		return nil
+	}
+	for {
+		var n rpc.Notification
+		var ok bool
+		select {
+		case n, ok = <-c.Notifications():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !ok {
+			break
+		}
+		if n.Method != rpc.NotifySessionEvent {
+			continue
+		}
+		var ev rpc.Event
+		if json.Unmarshal(n.Params, &ev) != nil || ev.SessionID != s.sessionID {
+			continue
+		}
+		if ev.Seq != nil {
+			if *ev.Seq <= s.lastSeq {
+				continue
+			}
+			s.lastSeq = *ev.Seq
+		}
+		s.apply(ev)
+		if s.finished {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errLost
+}
+
+func (s *sender) lostOr(c *rpc.Client, err error) error {
+	if errors.Is(err, rpc.ErrClosed) || c.Err() != nil {
+		return errLost
+	}
+	return err
+}
+
+func (s *sender) setReceipt(r rpc.Receipt) {
+	if s.receipt != nil && s.receipt.Status == "terminal" {
+		return
+	}
+	s.receipt = &r
+	if r.Status == "terminal" || r.Status == "unknown" {
+		s.finished = true
+	}
+}
+
+func (s *sender) addMessage(m rpc.Message) {
+	if m.AdmissionID == s.admissionID && m.Role == "assistant" {
+		s.msgs[m.ID] = m
+	}
+}
+
+func (s *sender) apply(ev rpc.Event) {
+	if ev.AdmissionID != s.admissionID {
+		return
+	}
+	switch ev.Type {
+	case "message.completed":
+		var p struct {
+			Message rpc.Message `json:"message"`
+		}
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			s.addMessage(p.Message)
+		}
+	case "admission.updated":
+		var r rpc.Receipt
+		if json.Unmarshal(ev.Payload, &r) == nil {
+			s.setReceipt(r)
+		}
+	case "turn.completed":
+		var p struct {
+			Outcome string `json:"outcome"`
+			Error   string `json:"error"`
+		}
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			s.turnError = p.Error
+			if s.receipt == nil || s.receipt.Status != "terminal" {
+				r := rpc.Receipt{AdmissionID: s.admissionID, SessionID: s.sessionID, InputID: s.inputID, Status: "terminal", Outcome: &p.Outcome, Error: p.Error}
+				if s.receipt != nil {
+					r.Seq, r.ExecutionGeneration, r.Duplicate = s.receipt.Seq, s.receipt.ExecutionGeneration, s.receipt.Duplicate
+				}
+				s.receipt = &r
+			}
+			s.finished = true
+		}
+	}
+}
+
+// reply is the text of the turn's last assistant message with content.
+func (s *sender) reply() string {
+	ids := make([]int64, 0, len(s.msgs))
+	for id := range s.msgs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for i := len(ids) - 1; i >= 0; i-- {
+		if c := s.msgs[ids[i]].Content; strings.TrimSpace(c) != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+func (s *sender) report() error {
+	r := s.receipt
+	outcome, errText := "unknown", ""
+	if r.Status == "terminal" {
+		outcome = deref(r.Outcome)
+		errText = r.Error
+		if errText == "" {
+			errText = s.turnError
+		}
+	}
+	reply := s.reply()
+	if s.app.jsonOut {
+		if err := s.app.printJSON(sendResult{SessionID: s.sessionID, InputID: s.inputID, AdmissionID: s.admissionID,
+			Outcome: outcome, Error: errText, Reply: reply, Receipt: r}); err != nil {
+			return err
+		}
+	} else if reply != "" {
+		fmt.Fprintln(s.app.stdout, strings.TrimRight(reply, "\n"))
+	}
+	switch outcome {
+	case "completed":
+		return nil
+	case "unknown":
+		return fail(exitFailed, "the daemon stopped while admission %s ran; its outcome is unknown and it holds the queue — decide with `sessionctl resolve %s %s`", s.admissionID, s.sessionID, s.admissionID)
+	case "cancelled":
+		return fail(exitFailed, "input %s was cancelled before it ran", s.inputID)
+	}
+	if errText != "" && errText != outcome {
+		return fail(exitFailed, "turn %s: %s", outcome, errText)
+	}
+	return fail(exitFailed, "turn %s", outcome)
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sessiond/sessiond/rpc"
+)
+
+func TestClassifyExitCodes(t *testing.T) {
+	cases := []struct {
+		err     error
+		started bool
+		code    int
+	}{
+		{rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", "x"), true, exitNotFound},
+		{rpc.Errorf(rpc.ReasonStaleGeneration, "stale"), true, exitFailed},
+		{rpc.Errorf(rpc.ReasonInvalidParams, "bad cwd"), true, exitUsage},
+		{&rpc.ClosedError{Status: 1001}, true, exitUnreachable},
+		{fail(exitUnreachable, "no daemon"), true, exitUnreachable},
+		{errors.New("unknown flag: --x"), false, exitUsage},
+		{context.Canceled, true, exitInterrupted},
+		{errors.New("something else"), true, exitFailed},
+	}
+	for _, c := range cases {
+		if code, msg := classify(c.err, c.started); code != c.code || msg == "" {
+			t.Errorf("classify(%v) = %d %q, want %d", c.err, code, msg, c.code)
+		}
+	}
+	if got := oneLine("a\n  b\r\nc "); got != "a b c" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
+
+func TestResolveHome(t *testing.T) {
+	t.Setenv("SESSIOND_HOME", "/env/home")
+	t.Setenv("XDG_STATE_HOME", "/xdg")
+	t.Setenv("HOME", "/users/me")
+	for _, c := range []struct{ flag, env, xdg, want string }{
+		{"/flag", "/env/home", "/xdg", "/flag"},
+		{"", "/env/home", "/xdg", "/env/home"},
+		{"", "", "/xdg", "/xdg/sessiond"},
+		{"", "", "", "/users/me/.local/state/sessiond"},
+	} {
+		t.Setenv("SESSIOND_HOME", c.env)
+		t.Setenv("XDG_STATE_HOME", c.xdg)
+		if got, err := resolveHome(c.flag); err != nil || got != c.want {
+			t.Errorf("resolveHome(%q) with env %q xdg %q = %q, %v; want %q", c.flag, c.env, c.xdg, got, err, c.want)
+		}
+	}
+	rel, _ := resolveHome("relative")
+	if !filepath.IsAbs(rel) {
+		t.Errorf("resolveHome(relative) = %q, want absolute", rel)
+	}
+}
+
+func TestClarifyAnswer(t *testing.T) {
+	q := clarifyQuestion{Question: "color?", Choices: []string{"red", "blue", "green"}}
+	multi := q
+	multi.MultiSelect = true
+	for _, c := range []struct {
+		q    clarifyQuestion
+		text string
+		want any
+	}{
+		{q, "2", "blue"},
+		{q, "teal please", "teal please"},
+		{q, "7", "7"},
+		{q, "1,3", "1,3"}, // several numbers on a single-choice question: free text
+		{multi, "1,3", []string{"red", "green"}},
+		{multi, "1 2", []string{"red", "blue"}},
+		{clarifyQuestion{Question: "name?"}, "3", "3"},
+	} {
+		if got := clarifyAnswer(c.q, c.text); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("clarifyAnswer(%v, %q) = %#v, want %#v", c.q.Choices, c.text, got, c.want)
+		}
+	}
+}
+
+func testModel() *tuiModel {
+	m := newTUI(&link{sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1", Title: "t", Model: "m", Cwd: "/w"}, 42, 50)
+	m.st = style{} // plain text to compare
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	return m
+}
+
+func event(typ, adm string, payload any) eventMsg {
+	b, _ := json.Marshal(payload)
+	return eventMsg{rpc.Event{SessionID: "ses_1", Type: typ, AdmissionID: adm, Payload: b}}
+}
+
+// The scrollback is printed one batch at a time, in order.
+func TestTUIPrintsInOrder(t *testing.T) {
+	m := newTUI(&link{sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1"}, 42, 50)
+	if cmd := m.Init(); cmd != nil {
+		t.Fatal("Init must wait for the window size before printing")
+	}
+	if _, cmd := m.Update(tea.WindowSizeMsg{Width: 100, Height: 30}); cmd == nil || !m.printing {
+		t.Fatal("the header was not printed once the width was known")
+	}
+	m.Update(event("turn.started", "adm_1", map[string]any{"text": "hi"}))
+	m.Update(event("message.completed", "adm_1", map[string]any{"message": map[string]any{"role": "assistant", "content": "hello"}}))
+	if !m.printing || len(m.printQ) != 2 {
+		t.Fatalf("lines must wait for the batch in flight: printing=%v queue=%q", m.printing, m.printQ)
+	}
+	m.Update(printedMsg{})
+	if !m.printing || len(m.printQ) != 0 {
+		t.Fatalf("the next batch must start after printedMsg: printing=%v queue=%q", m.printing, m.printQ)
+	}
+}
+
+func TestTUIEventsAndCtrlC(t *testing.T) {
+	m := testModel()
+	m.Update(event("admission.updated", "adm_1", rpc.Receipt{AdmissionID: "adm_1", InputID: "i1", Seq: 1, Status: "started"}))
+	m.Update(event("admission.updated", "adm_2", rpc.Receipt{AdmissionID: "adm_2", InputID: "i2", Seq: 2, Status: "queued", Reason: "busy"}))
+	gen := int64(3)
+	ev := event("turn.started", "adm_1", map[string]any{"text": "first"})
+	ev.ev.ExecutionGeneration = &gen
+	m.Update(ev)
+	m.Update(event("message.delta", "adm_1", map[string]any{"text": "partial ans"}))
+	view := m.View().Content
+	if !strings.Contains(view, "partial ans") || !strings.Contains(view, "queued #2 (waits: busy)") || !strings.Contains(view, "turn running") {
+		t.Fatalf("view:\n%s", view)
+	}
+	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": rpc.Prompt{PromptID: "p1", Kind: "approval",
+		ExecutionGeneration: 3, Payload: json.RawMessage(`{"command":"rm -rf x","cwd":"/w","reason":"recursive delete","risk":"dangerous"}`)}}))
+	view = m.View().Content
+	for _, want := range []string{"approval needed", "rm -rf x", "/w", "recursive delete", "[o] once", "[d] deny"} {
+		if !strings.Contains(view, want) {
+			t.Fatalf("approval box lacks %q:\n%s", want, view)
+		}
+	}
+	// Typing is refused while an approval waits.
+	m.Update(tea.KeyPressMsg{Code: 'x', Text: "x"})
+	if len(m.input) != 0 || !strings.Contains(m.notice, "press o") {
+		t.Fatalf("input %q notice %q", string(m.input), m.notice)
+	}
+	m.Update(event("prompt.closed", "adm_1", map[string]any{"prompt_id": "p1", "resolution": "timed_out"}))
+
+	// Ctrl-C interrupts first (not connected here: it says so), then a
+	// second one within the window detaches.
+	m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	if m.detached || m.lastCtrlC.IsZero() {
+		t.Fatal("the first Ctrl-C of a running turn must not detach")
+	}
+	m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	if !m.detached {
+		t.Fatal("a second Ctrl-C within the window must detach")
+	}
+
+	// Idle: the first Ctrl-C detaches.
+	m = testModel()
+	m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	if !m.detached {
+		t.Fatal("Ctrl-C while idle must detach")
+	}
+	// An old first Ctrl-C does not count.
+	m = testModel()
+	m.running = "adm_9"
+	m.lastCtrlC = time.Now().Add(-3 * detachWindow)
+	m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	if m.detached {
+		t.Fatal("a Ctrl-C long after the first must interrupt again, not detach")
+	}
+}
+
+func TestTUIClarifyKeepsTheDraft(t *testing.T) {
+	m := testModel()
+	m.running = "adm_1"
+	for _, r := range "half a thought" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": rpc.Prompt{PromptID: "p2", Kind: "clarify",
+		ExecutionGeneration: 1, Payload: json.RawMessage(`{"questions":[{"question":"Which?","choices":["a","b"]}]}`)}}))
+	if m.clar == nil || len(m.input) != 0 || !strings.Contains(m.View().Content, "2) b") {
+		t.Fatalf("clarify did not take the input: %q\n%s", string(m.input), m.View().Content)
+	}
+	m.Update(event("prompt.closed", "adm_1", map[string]any{"prompt_id": "p2", "resolution": "answered", "response": map[string]any{"answer": "b"}}))
+	if m.clar != nil || string(m.input) != "half a thought" {
+		t.Fatalf("the draft did not come back: %q", string(m.input))
+	}
+}

@@ -1,0 +1,571 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiond/sessiond/rpc"
+)
+
+func (a *app) statusCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon's info",
+		Long:  "Connects to the daemon of the home and prints daemon.info: version, pid, URL, boot epoch, sessions and running turns.",
+		Example: `  sessionctl status
+  sessionctl --home /srv/sessiond status --json
+  sessionctl status >/dev/null && echo "daemon is up"`,
+		Args: args(0, "no arguments"),
+	}
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		c, d, err := a.connect(ctx, rpc.DialOptions{})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		var info rpc.DaemonInfo
+		if err := a.callOn(ctx, c, rpc.MethodDaemonInfo, nil, &info); err != nil {
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(struct {
+				rpc.DaemonInfo
+				URL string `json:"url"`
+			}{info, d.URL})
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "daemon\tsessiond %s (protocol %d)\n", info.Version, info.Protocol)
+		fmt.Fprintf(tw, "pid\t%d\n", info.PID)
+		fmt.Fprintf(tw, "url\t%s\n", d.URL)
+		fmt.Fprintf(tw, "home\t%s\n", info.Home)
+		fmt.Fprintf(tw, "started\t%s (boot epoch %d)\n", info.StartedAt, info.BootEpoch)
+		fmt.Fprintf(tw, "sessions\t%d\n", info.Sessions)
+		fmt.Fprintf(tw, "running turns\t%d\n", info.RunningTurns)
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (a *app) sessionsCommand() *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "sessions",
+		Aliases: []string{"ls"},
+		Short:   "List the sessions",
+		Long:    "Prints a table of sessions, newest first: id, title, state (running or idle), pending inputs, cwd and creation time.",
+		Example: `  sessionctl sessions
+  sessionctl sessions --limit 5
+  sessionctl sessions --json | jq -r '.sessions[].session_id'`,
+		Args: args(0, "no arguments"),
+	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many sessions (0: all)")
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		if limit < 0 {
+			return usageError("--limit must be >= 0")
+		}
+		c, _, err := a.connect(ctx, rpc.DialOptions{})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		all := rpc.SessionList{Sessions: []rpc.SessionSummary{}}
+		cursor := ""
+		for {
+			page := 500
+			if limit > 0 {
+				page = min(500, limit-len(all.Sessions))
+			}
+			var l rpc.SessionList
+			if err := a.callOn(ctx, c, rpc.MethodSessionList, rpc.SessionListParams{Limit: page, Cursor: cursor}, &l); err != nil {
+				return err
+			}
+			all.Sessions = append(all.Sessions, l.Sessions...)
+			cursor = l.NextCursor
+			if cursor == "" || (limit > 0 && len(all.Sessions) >= limit) {
+				all.NextCursor = cursor
+				break
+			}
+		}
+		if a.jsonOut {
+			return a.printJSON(all)
+		}
+		if len(all.Sessions) == 0 {
+			fmt.Fprintln(a.stdout, "no sessions; create one with `sessionctl new`")
+			return nil
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tTITLE\tSTATE\tPENDING\tCWD\tCREATED")
+		for _, s := range all.Sessions {
+			state := "idle"
+			if s.Running != nil {
+				state = "running"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.SessionID, orDash(clip(s.Title, 40)), state, s.PendingCount, s.Cwd, s.CreatedAt)
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (a *app) newCommand() *cobra.Command {
+	var p rpc.SessionCreateParams
+	var toolsets string
+	cmd := &cobra.Command{
+		Use:   "new",
+		Short: "Create a session and print its id",
+		Long: `Creates a session (session.create) and prints its id on stdout, so that
+S=$(sessionctl new) works. The launch settings (cwd, model, base URL, tools)
+are frozen into the session; what is not given comes from the daemon's
+config.yaml. --cwd defaults to the current directory.`,
+		Example: `  S=$(sessionctl new)
+  sessionctl new --cwd ~/src/app --title "fix the tests"
+  sessionctl new --model llama3.1 --base-url http://127.0.0.1:11434/v1
+  sessionctl new --tools terminal --json`,
+		Args: args(0, "no arguments"),
+	}
+	f := cmd.Flags()
+	f.StringVar(&p.Cwd, "cwd", "", "working directory of the session's tools (default: the current directory)")
+	f.StringVar(&p.Model, "model", "", "model name (default: model.default of config.yaml)")
+	f.StringVar(&p.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (default: config.yaml)")
+	f.StringVar(&p.Provider, "provider", "", "openai or custom (both: OpenAI-compatible Chat Completions)")
+	f.StringVar(&p.Title, "title", "", "a title for the session list")
+	f.StringVar(&toolsets, "tools", "", `comma-separated toolsets: terminal,clarify (default both; "none" for no tools)`)
+	f.StringVar(&p.RequestID, "request-id", "", "idempotency key: the same id with the same settings returns the same session")
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		if p.Cwd == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return fail(exitFailed, "cannot determine the current directory: %v (use --cwd)", err)
+			}
+			p.Cwd = wd
+		}
+		abs, err := filepath.Abs(p.Cwd)
+		if err != nil {
+			return usageError("--cwd %s: %v", p.Cwd, err)
+		}
+		p.Cwd = abs
+		if cmd.Flags().Changed("tools") {
+			ts := []string{}
+			if toolsets != "none" {
+				for _, t := range strings.Split(toolsets, ",") {
+					if t = strings.TrimSpace(t); t != "" {
+						ts = append(ts, t)
+					}
+				}
+			}
+			p.Toolsets = &ts
+		}
+		p.Source = "cli"
+		var snap rpc.Snapshot
+		if err := a.call(ctx, rpc.MethodSessionCreate, p, &snap); err != nil {
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(snap)
+		}
+		fmt.Fprintln(a.stdout, snap.SessionID)
+		return nil
+	})
+	return cmd
+}
+
+// pendingView is the JSON of `pending --json`.
+type pendingView struct {
+	SessionID           string        `json:"session_id"`
+	ExecutionGeneration int64         `json:"execution_generation"`
+	Running             *string       `json:"running"`
+	Pending             []rpc.Receipt `json:"pending"`
+	Prompts             []rpc.Prompt  `json:"prompts"`
+}
+
+func (a *app) pendingCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pending SESSION",
+		Short: "Show a session's pending inputs and open prompts",
+		Long: `Lists every admission of the session that is not settled yet (started,
+queued with the reason it waits, or unknown after a daemon crash), in FIFO
+order, and the open approval/clarify prompts of the running turn with their
+ids (for approve and answer).`,
+		Example: `  sessionctl pending "$S"
+  sessionctl pending "$S" --json | jq '.pending[] | select(.status == "unknown")'`,
+		Args: args(1, "SESSION"),
+	}
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		snap, err := a.snapshot(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(pendingView{SessionID: snap.SessionID, ExecutionGeneration: snap.ExecutionGeneration,
+				Running: snap.Running, Pending: nonNil(snap.Pending), Prompts: nonNil(snap.Prompts)})
+		}
+		if len(snap.Pending) == 0 {
+			fmt.Fprintln(a.stdout, "no pending inputs")
+		} else {
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tADMISSION\tSTATUS\tGEN\tINPUT_ID\tTEXT")
+			for _, r := range snap.Pending {
+				status := r.Status
+				if r.Reason != "" {
+					status += " (" + r.Reason + ")"
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, clip(oneLine(r.Text), 50))
+			}
+			tw.Flush()
+			for _, r := range snap.Pending {
+				if r.Status == "unknown" {
+					fmt.Fprintf(a.stdout, "\n%s is unknown: the daemon stopped while it ran. Decide with: sessionctl resolve %s %s\n", r.AdmissionID, snap.SessionID, r.AdmissionID)
+					break
+				}
+			}
+		}
+		if len(snap.Prompts) > 0 {
+			fmt.Fprintln(a.stdout)
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PROMPT\tKIND\tGEN\tDETAIL")
+			for _, p := range snap.Prompts {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.PromptID, p.Kind, p.ExecutionGeneration, clip(promptSummary(p), 70))
+			}
+			tw.Flush()
+		}
+		return nil
+	})
+	return cmd
+}
+
+// snapshot connects and resumes sessionID once.
+func (a *app) snapshot(ctx context.Context, sessionID string) (rpc.Snapshot, error) {
+	var snap rpc.Snapshot
+	err := a.call(ctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap)
+	return snap, err
+}
+
+func (a *app) resolveCommand() *cobra.Command {
+	var yes bool
+	var gen int64
+	cmd := &cobra.Command{
+		Use:   "resolve SESSION ADMISSION",
+		Short: "Settle an unknown admission as interrupted (prompt.resolve_unknown)",
+		Long: `An admission is "unknown" when the daemon died while it ran: its effects are
+uncertain and it holds its session's queue. resolve is the operator's
+decision that it will not run again: it settles terminal/interrupted, the
+transcript gets a closing boundary, and the queue moves on. It never re-runs
+the input. resolve first shows the admission's text and generation and asks
+for confirmation on stdin, unless --yes.`,
+		Example: `  sessionctl pending "$S"                         # find the unknown admission
+  sessionctl resolve "$S" adm_0199c0de-...        # shows it, asks y/N
+  sessionctl resolve "$S" adm_0199c0de-... --yes  # for scripts`,
+		Args: args(2, "SESSION ADMISSION"),
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().Int64Var(&gen, "generation", 0, "the admission's execution generation (default: read from the session)")
+	a.addJSONFlag(cmd)
+	cmd.RunE = a.verb(false, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		sessionID, admissionID := args[0], args[1]
+		c, _, err := a.connect(ctx, rpc.DialOptions{})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		var snap rpc.Snapshot
+		if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap); err != nil {
+			return err
+		}
+		var adm *rpc.Receipt
+		for i := range snap.Pending {
+			if snap.Pending[i].AdmissionID == admissionID {
+				adm = &snap.Pending[i]
+			}
+		}
+		if !cmd.Flags().Changed("generation") {
+			switch {
+			case adm == nil:
+				return fail(exitFailed, "admission %s is not pending in session %s: it is settled already or does not exist; nothing to resolve (see sessionctl pending %s)", admissionID, sessionID, sessionID)
+			case adm.Status != "unknown":
+				return fail(exitFailed, "admission %s is %s, not unknown; only unknown admissions are resolved (a running turn: sessionctl interrupt; a queued one: sessionctl cancel)", admissionID, adm.Status)
+			case adm.ExecutionGeneration != nil:
+				gen = *adm.ExecutionGeneration
+			}
+		}
+		if !yes {
+			if adm != nil {
+				fmt.Fprintf(a.stderr, "admission %s (seq %d, input_id %s, generation %s, status %s):\n  %s\n",
+					admissionID, adm.Seq, adm.InputID, genString(adm.ExecutionGeneration), adm.Status, clip(oneLine(adm.Text), 200))
+			} else {
+				fmt.Fprintf(a.stderr, "admission %s is not pending in session %s; resolving it with generation %d\n", admissionID, sessionID, gen)
+			}
+			fmt.Fprint(a.stderr, "Resolve it as interrupted? It will never run again. [y/N] ")
+			line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+			if f, ok := a.stdin.(*os.File); !ok || !isTerminal(f) {
+				fmt.Fprintln(a.stderr) // the answer was not echoed
+			}
+			if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+				return fail(exitFailed, "not resolved (answer y to resolve, or pass --yes)")
+			}
+		}
+		var r rpc.Receipt
+		err = a.callOn(ctx, c, rpc.MethodResolveUnknown, rpc.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
+		if errors.Is(err, rpc.ErrStaleGeneration) {
+			return fail(exitFailed, "admission %s is not unknown with generation %d (already resolved, settled, or never crashed): %v", admissionID, gen, err)
+		}
+		if err != nil {
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(r)
+		}
+		fmt.Fprintf(a.stdout, "resolved %s: %s/%s; the session's queue moves on\n", r.AdmissionID, r.Status, deref(r.Outcome))
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) cancelCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel SESSION ADMISSION",
+		Short: "Cancel a queued input (prompt.cancel)",
+		Long: `Cancels an admission that is still queued: it settles terminal/cancelled and
+never runs. A started admission cannot be cancelled (use interrupt), nor an
+unknown one (use resolve).`,
+		Example: `  sessionctl pending "$S"
+  sessionctl cancel "$S" adm_0199c0de-...`,
+		Args: args(2, "SESSION ADMISSION"),
+	}
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		var r rpc.Receipt
+		err := a.call(ctx, rpc.MethodPromptCancel, rpc.AdmissionRef{SessionID: args[0], AdmissionID: args[1]}, &r)
+		switch {
+		case errors.Is(err, rpc.ErrNotQueued):
+			return fail(exitFailed, "admission %s is no longer queued (a running turn: sessionctl interrupt %s)", args[1], args[0])
+		case errors.Is(err, rpc.ErrUnknownExecution):
+			return fail(exitFailed, "admission %s is unknown after a daemon crash; decide with: sessionctl resolve %s %s", args[1], args[0], args[1])
+		case err != nil:
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(r)
+		}
+		fmt.Fprintf(a.stdout, "cancelled %s (seq %d, input_id %s)\n", r.AdmissionID, r.Seq, r.InputID)
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) interruptCommand() *cobra.Command {
+	var gen int64
+	cmd := &cobra.Command{
+		Use:   "interrupt SESSION",
+		Short: "Stop the session's running turn (session.interrupt)",
+		Long: `Stops the running turn: its tool processes are killed, its open prompts
+close, it settles terminal/interrupted and the queue moves on. Returns once
+the turn has settled. With --generation, only that execution is stopped
+(stale_generation otherwise), so a late interrupt never hits the next turn.`,
+		Example: `  sessionctl interrupt "$S"
+  sessionctl interrupt "$S" --generation 7`,
+		Args: args(1, "SESSION"),
+	}
+	cmd.Flags().Int64Var(&gen, "generation", 0, "interrupt only this execution generation")
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		p := rpc.InterruptParams{SessionID: args[0]}
+		if cmd.Flags().Changed("generation") {
+			p.ExecutionGeneration = &gen
+		}
+		var r rpc.InterruptResult
+		if err := a.call(ctx, rpc.MethodInterrupt, p, &r); err != nil {
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(r)
+		}
+		if r.Interrupted == nil {
+			fmt.Fprintln(a.stdout, "nothing was running")
+		} else {
+			fmt.Fprintf(a.stdout, "interrupted %s\n", *r.Interrupted)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// livePrompt finds promptID among the open prompts of the session and
+// returns its generation (or the session's live generation when the
+// prompt is not open, so the daemon says why: not_found, stale or
+// already_resolved).
+func (a *app) livePrompt(ctx context.Context, c *rpc.Client, sessionID, promptID string) (int64, *rpc.Prompt, error) {
+	var snap rpc.Snapshot
+	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap); err != nil {
+		return 0, nil, err
+	}
+	for i, p := range snap.Prompts {
+		if p.PromptID == promptID {
+			return p.ExecutionGeneration, &snap.Prompts[i], nil
+		}
+	}
+	return snap.ExecutionGeneration, nil, nil
+}
+
+func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, genSet bool) (rpc.RespondResult, error) {
+	var r rpc.RespondResult
+	c, _, err := a.connect(ctx, rpc.DialOptions{})
+	if err != nil {
+		return r, err
+	}
+	defer c.Close()
+	if !genSet {
+		gen, _, err := a.livePrompt(ctx, c, p.SessionID, p.PromptID)
+		if err != nil {
+			return r, err
+		}
+		p.ExecutionGeneration = &gen
+	}
+	err = a.callOn(ctx, c, method, p, &r)
+	if errors.Is(err, rpc.ErrStaleGeneration) {
+		return r, fail(exitFailed, "prompt %s is no longer answerable: its turn ended, was interrupted, or the daemon restarted (%v)", p.PromptID, err)
+	}
+	return r, err
+}
+
+func (a *app) approveCommand() *cobra.Command {
+	var choice string
+	var gen int64
+	cmd := &cobra.Command{
+		Use:   "approve SESSION PROMPT --choice once|session|always|deny",
+		Short: "Answer an approval prompt (approval.respond)",
+		Long: `Answers an open approval prompt of the running turn. once runs the command
+this time; session allows the same pattern for the rest of the session;
+always stores it in the daemon's allowlist; deny refuses it. The first
+answer wins: a second one reports that the prompt was already answered.`,
+		Example: `  sessionctl pending "$S"                          # shows PROMPT ids
+  sessionctl approve "$S" prm_0199c0de-... --choice once
+  sessionctl approve "$S" prm_0199c0de-... --choice deny`,
+		Args: args(2, "SESSION PROMPT"),
+	}
+	cmd.Flags().StringVarP(&choice, "choice", "c", "", "once, session, always or deny (required)")
+	cmd.Flags().Int64Var(&gen, "generation", 0, "the prompt's execution generation (default: read from the session)")
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		switch choice {
+		case "once", "session", "always", "deny":
+		case "":
+			return usageError("approve needs --choice once|session|always|deny")
+		default:
+			return usageError("--choice must be once, session, always or deny, not %q", choice)
+		}
+		p := rpc.RespondParams{SessionID: args[0], PromptID: args[1], Choice: choice, ExecutionGeneration: &gen}
+		r, err := a.respond(ctx, rpc.MethodApprovalRespond, p, cmd.Flags().Changed("generation"))
+		if err != nil {
+			return err
+		}
+		return a.printRespond(r, "approval "+choice)
+	})
+	return cmd
+}
+
+func (a *app) answerCommand() *cobra.Command {
+	var gen int64
+	cmd := &cobra.Command{
+		Use:   "answer SESSION PROMPT TEXT...",
+		Short: "Answer a clarify prompt (clarify.respond)",
+		Long: `Answers an open clarify prompt of the running turn. One TEXT is sent as the
+answer string (a choice's text, or free text); several TEXTs are sent as a
+list: the selected choices of a multi-select question, or one answer per
+question, in order, when the prompt asks several.`,
+		Example: `  sessionctl answer "$S" prm_0199c0de-... "blue"
+  sessionctl answer "$S" prm_0199c0de-... "use the staging database"
+  sessionctl answer "$S" prm_0199c0de-... red green   # multi-select`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 3 {
+				return usageError("answer needs SESSION PROMPT TEXT... (got %d argument(s)); see sessionctl answer --help", len(args))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&gen, "generation", 0, "the prompt's execution generation (default: read from the session)")
+	a.addJSONFlag(cmd)
+	a.addTimeoutFlag(cmd)
+	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		var answer any = args[2]
+		if len(args) > 3 {
+			answer = args[2:]
+		}
+		raw, _ := json.Marshal(answer)
+		p := rpc.RespondParams{SessionID: args[0], PromptID: args[1], Answer: raw, ExecutionGeneration: &gen}
+		r, err := a.respond(ctx, rpc.MethodClarifyRespond, p, cmd.Flags().Changed("generation"))
+		if err != nil {
+			return err
+		}
+		return a.printRespond(r, "answer")
+	})
+	return cmd
+}
+
+func (a *app) printRespond(r rpc.RespondResult, what string) error {
+	if a.jsonOut {
+		return a.printJSON(r)
+	}
+	if r.Status == "already_resolved" {
+		fmt.Fprintf(a.stdout, "prompt %s was already answered; the first answer stands\n", r.PromptID)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "%s sent for %s\n", what, r.PromptID)
+	return nil
+}
+
+func genString(g *int64) string {
+	if g == nil {
+		return "-"
+	}
+	return fmt.Sprint(*g)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// clip shortens s to n runes with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,411 @@
+package journeys
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/fixtures"
+)
+
+// newCtlSession creates a session with `sessionctl new` and returns its id.
+func newCtlSession(t *testing.T, home, cwd string, extra ...string) string {
+	t.Helper()
+	r := ctl(t, home, "", append([]string{"new", "--cwd", cwd}, extra...)...)
+	ctlWant(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	if id == "" || strings.Contains(id, "\n") {
+		t.Fatalf("new printed %q, want one session id", r.stdout)
+	}
+	return id
+}
+
+func ctlClarifyCall(args string) fixtures.Reply {
+	return fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "clarify", Arguments: args}}}
+}
+
+func ctlTerminalCall(command string) fixtures.Reply {
+	b, _ := json.Marshal(map[string]string{"command": command})
+	return fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "terminal", Arguments: string(b)}}}
+}
+
+// toolResults returns the tool messages the model received for requests
+// whose last user text is text.
+func ctlToolResults(m *fixtures.FakeModel, text string) []string {
+	var out []string
+	reqs := m.RequestsWithLastUser(text)
+	if len(reqs) == 0 {
+		return nil
+	}
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		{
+			if s, ok := msg.Content.(string); ok && msg.Role == "tool" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// TestSessionctlAttach drives the terminal UI through tmux: approve a
+// dangerous command with one key, answer a clarification by choice and by
+// free text, see a queued input, interrupt with Ctrl-C, survive a daemon
+// crash (reconnect, unknown input, operator resolve) and detach.
+func TestSessionctlAttach(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	m.On("delete the victim", ctlTerminalCall("rm -rf ./victim && echo removed-it"), fixtures.Reply{Text: "The victim is gone."})
+	m.On("pick a color", ctlClarifyCall(`{"question":"Which color?","choices":["red","blue"]}`), fixtures.Reply{Text: "Blue it is."})
+	m.On("name a pet", ctlClarifyCall(`{"question":"What is your pet called?"}`), fixtures.Reply{Text: "Lovely name."})
+	held := fixtures.NewGate()
+	m.On("long story", fixtures.Reply{Text: "Once upon a time there was a daemon", StreamGate: held})
+	crash := fixtures.NewGate()
+	m.On("crash story", fixtures.Reply{Text: "This turn never ends", StreamGate: crash})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual}")})
+	cwd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cwd, "victim"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := newCtlSession(t, d.Home, cwd, "--title", "tmux journey")
+	ctlWant(t, ctl(t, d.Home, "", "send", s, "warm up"), 0)
+
+	env := []string{"-u", "SESSIOND_HOME", "GORACE=halt_on_error=1 atexit_sleep_ms=0", "HOME=" + t.TempDir()}
+	p := ctlStartTmux(t, env, fixtures.BuildBinary(t, "./cmd/sessionctl"), "--home", d.Home, "attach", s)
+	p.waitText("attached to session "+s, "tmux journey", "● connected", "idle",
+		"you › warm up", "assistant › ok: warm up", "── live ──") // the transcript so far
+
+	// An approval: command, cwd and reason on screen; one key answers.
+	p.typeText("delete the victim")
+	p.keys("Enter")
+	p.waitText("you › delete the victim", "approval needed", "command rm -rf ./victim && echo removed-it", "cwd     "+cwd, "reason  ", "[o] once", "[d] deny")
+	p.typeText("o")
+	p.waitText("approval: once", "removed-it", "↳ exit 0", "assistant › The victim is gone.", "turn completed")
+	if _, err := os.Stat(filepath.Join(cwd, "victim")); !os.IsNotExist(err) {
+		t.Fatalf("the approved command did not run: stat victim: %v", err)
+	}
+
+	// A clarification answered by picking a choice.
+	p.typeText("pick a color")
+	p.keys("Enter")
+	p.waitText("Which color?", "1) red", "2) blue", "answer>")
+	p.typeText("2")
+	p.keys("Enter")
+	p.waitText("clarify answered: blue", "assistant › Blue it is.")
+	if res := ctlToolResults(m, "pick a color"); len(res) == 0 || !strings.Contains(res[len(res)-1], `"answer":"blue"`) {
+		t.Fatalf("the model got tool results %q, want the clarify answer blue last", res)
+	}
+
+	// A clarification answered with free text.
+	p.typeText("name a pet")
+	p.keys("Enter")
+	p.waitText("What is your pet called?")
+	p.typeText("Sir Fluffington")
+	p.keys("Enter")
+	p.waitText("clarify answered: Sir Fluffington", "assistant › Lovely name.")
+
+	// A queued input while a turn streams; Ctrl-C interrupts the turn and
+	// the queue moves on.
+	p.typeText("long story")
+	p.keys("Enter")
+	<-held.Waiting()
+	p.waitText("assistant › Once", "turn running")
+	p.typeText("follow up")
+	p.keys("Enter")
+	p.waitText("queued #", "(waits: busy): follow up")
+	p.keys("C-c")
+	p.waitText("turn interrupted", "assistant › ok: follow up")
+	p.waitFor("the follow-up turn to finish", func(s string) bool { return strings.Count(s, "turn completed") >= 4 })
+
+	// A daemon crash mid-turn: attach says so, reconnects to the new
+	// daemon by itself and shows the unknown input; an operator resolves.
+	p.typeText("crash story")
+	p.keys("Enter")
+	<-crash.Waiting()
+	p.waitText("assistant › This")
+	d.SIGKILL(t)
+	p.waitText("connection lost")
+	d.Restart(t)
+	p.waitText("reconnected to sessiond pid", "unknown #", "sessionctl resolve "+s)
+	var pend ctlPendingJSON
+	r := ctl(t, d.Home, "", "pending", s, "--json")
+	ctlWant(t, r, 0)
+	if err := json.Unmarshal([]byte(r.stdout), &pend); err != nil || len(pend.Pending) != 1 || pend.Pending[0].Status != "unknown" {
+		t.Fatalf("pending --json = %s (%v)", r.stdout, err)
+	}
+	ctlWant(t, ctl(t, d.Home, "", "resolve", s, pend.Pending[0].AdmissionID, "--yes"), 0)
+	p.waitText("turn interrupted: resolved by operator after a crash")
+	p.waitScreen("idle")
+
+	// Ctrl-C while nothing runs detaches; the session stays.
+	p.keys("C-c")
+	if code := p.exited(); code != 0 {
+		t.Fatalf("attach exited %d after detaching", code)
+	}
+	p.waitText("detached from session " + s)
+}
+
+type ctlPendingJSON struct {
+	Pending []receipt `json:"pending"`
+	Prompts []struct {
+		PromptID string `json:"prompt_id"`
+		Kind     string `json:"kind"`
+	} `json:"prompts"`
+}
+
+// ctlWaitPrompt waits for a prompt.opened event of admissionID and returns
+// the prompt id.
+func ctlWaitPrompt(t *testing.T, c *fixtures.Client, admissionID string) string {
+	t.Helper()
+	ev := c.WaitEvent(t, wait, func(e fixtures.Event) bool { return e.Type == "prompt.opened" && e.AdmissionID == admissionID })
+	var p struct {
+		Prompt struct {
+			PromptID string `json:"prompt_id"`
+		} `json:"prompt"`
+	}
+	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Prompt.PromptID == "" {
+		t.Fatalf("prompt.opened payload %s: %v", ev.Payload, err)
+	}
+	return p.Prompt.PromptID
+}
+
+func ctlWaitTurn(t *testing.T, c *fixtures.Client, admissionID string) {
+	t.Helper()
+	c.WaitEvent(t, wait, func(e fixtures.Event) bool { return e.Type == "turn.completed" && e.AdmissionID == admissionID })
+}
+
+// TestSessionctlVerbs runs every non-interactive verb against a real
+// daemon and the fake model, and checks the exit codes and the one-line
+// errors of the documented failure cases.
+func TestSessionctlVerbs(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	m.On("hello", fixtures.Reply{Text: "general kenobi"})
+	m.On("count once", fixtures.Reply{Text: "one"})
+	m.On("fail please", fixtures.Reply{Status: 400, Text: `{"error":{"message":"the fake model refuses","type":"invalid_request_error"}}`})
+	held := fixtures.NewGate()
+	m.On("held", fixtures.Reply{Text: "finally", Gate: held})
+	m.On("delete the victim", ctlTerminalCall("rm -rf ./victim"), fixtures.Reply{Text: "as you wish"})
+	m.On("ask color", ctlClarifyCall(`{"question":"Which color?","choices":["red","blue"]}`), fixtures.Reply{Text: "noted"})
+	crash := fixtures.NewGate()
+	m.On("crash story", fixtures.Reply{Text: "never finished", StreamGate: crash})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual}")})
+	home := d.Home
+	cwd := t.TempDir()
+
+	// status
+	r := ctl(t, home, "", "status")
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "pid            "+strconv.Itoa(d.PID())) || !strings.Contains(r.stdout, d.Desc.URL) {
+		t.Fatalf("status output:\n%s", r.stdout)
+	}
+	var info struct {
+		PID      int    `json:"pid"`
+		Protocol int    `json:"protocol"`
+		URL      string `json:"url"`
+	}
+	r = ctl(t, home, "", "status", "--json")
+	if json.Unmarshal([]byte(r.stdout), &info) != nil || info.PID != d.PID() || info.Protocol != 1 || info.URL != d.Desc.URL {
+		t.Fatalf("status --json: %s", r)
+	}
+
+	// new, sessions
+	s := newCtlSession(t, home, cwd, "--title", "verbs journey")
+	r = ctl(t, home, "", "new", "--cwd", cwd, "--tools", "none", "--json")
+	ctlWant(t, r, 0)
+	var snap snapshot
+	if json.Unmarshal([]byte(r.stdout), &snap) != nil || snap.Cwd != cwd || len(snap.Toolsets) != 0 || snap.Model != fixtures.FakeModelName {
+		t.Fatalf("new --json: %s", r)
+	}
+	ctlWant(t, ctl(t, home, "", "new", "--cwd", filepath.Join(cwd, "missing")), 2, "cwd")
+	r = ctl(t, home, "", "sessions")
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "SESSION") || !strings.Contains(r.stdout, s) || !strings.Contains(r.stdout, "verbs journey") {
+		t.Fatalf("sessions:\n%s", r.stdout)
+	}
+	var list struct {
+		Sessions []struct {
+			SessionID string `json:"session_id"`
+		} `json:"sessions"`
+	}
+	r = ctl(t, home, "", "sessions", "--json")
+	if json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Sessions) != 2 || list.Sessions[1].SessionID != s {
+		t.Fatalf("sessions --json: %s", r)
+	}
+
+	// send: the reply on stdout, exit 0; --json; idempotent --input-id;
+	// text from stdin; a failed turn exits 1.
+	r = ctl(t, home, "", "send", s, "hello")
+	ctlWant(t, r, 0)
+	if r.stdout != "general kenobi\n" {
+		t.Fatalf("send printed %q", r.stdout)
+	}
+	var sent struct {
+		AdmissionID string  `json:"admission_id"`
+		Outcome     string  `json:"outcome"`
+		Reply       string  `json:"reply"`
+		Receipt     receipt `json:"receipt"`
+	}
+	r = ctl(t, home, "", "send", s, "count once", "--input-id", "journey-count-1", "--json")
+	ctlWant(t, r, 0)
+	if json.Unmarshal([]byte(r.stdout), &sent) != nil || sent.Outcome != "completed" || sent.Reply != "one" || sent.Receipt.Status != "terminal" {
+		t.Fatalf("send --json: %s", r)
+	}
+	first := sent.AdmissionID
+	r = ctl(t, home, "", "send", s, "count once", "--input-id", "journey-count-1", "--json")
+	ctlWant(t, r, 0)
+	if json.Unmarshal([]byte(r.stdout), &sent) != nil || sent.AdmissionID != first || !sent.Receipt.Duplicate || sent.Reply != "one" {
+		t.Fatalf("repeated send --json: %s", r)
+	}
+	if n := len(m.RequestsWithLastUser("count once")); n != 1 {
+		t.Fatalf("the same input id reached the model %d times", n)
+	}
+	ctlWant(t, ctl(t, home, "", "send", s, "count once, differently", "--input-id", "journey-count-1"), 1, "different text")
+	r = ctl(t, home, "hello", "send", s, "-")
+	ctlWant(t, r, 0)
+	if r.stdout != "general kenobi\n" {
+		t.Fatalf("send - printed %q", r.stdout)
+	}
+	ctlWant(t, ctl(t, home, "", "send", s, "fail please"), 1, "turn failed", "the fake model refuses")
+
+	// pending, cancel, interrupt
+	c := d.Dial(t)
+	resume(t, c, s)
+	run := submit(t, c, s, "held-1", "held")
+	<-held.Waiting()
+	queued := submit(t, c, s, "queued-1", "queued behind")
+	r = ctl(t, home, "", "pending", s)
+	ctlWant(t, r, 0)
+	for _, want := range []string{run.AdmissionID, "started", queued.AdmissionID, "queued (busy)", "queued behind"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("pending does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	var pend ctlPendingJSON
+	r = ctl(t, home, "", "pending", s, "--json")
+	if json.Unmarshal([]byte(r.stdout), &pend) != nil || len(pend.Pending) != 2 || pend.Pending[1].Reason != "busy" {
+		t.Fatalf("pending --json: %s", r)
+	}
+	r = ctl(t, home, "", "cancel", s, queued.AdmissionID)
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "cancelled "+queued.AdmissionID) {
+		t.Fatalf("cancel: %s", r)
+	}
+	ctlWant(t, ctl(t, home, "", "cancel", s, queued.AdmissionID), 1, "no longer queued")
+	ctlWant(t, ctl(t, home, "", "cancel", s, "adm_nope"), 4)
+	r = ctl(t, home, "", "interrupt", s)
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "interrupted "+run.AdmissionID) {
+		t.Fatalf("interrupt: %s", r)
+	}
+	r = ctl(t, home, "", "interrupt", s)
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "nothing was running") {
+		t.Fatalf("second interrupt: %s", r)
+	}
+	held.Release()
+
+	// approve: the prompt shows in pending; deny keeps the victim.
+	if err := os.Mkdir(filepath.Join(cwd, "victim"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	del := submit(t, c, s, "delete-1", "delete the victim")
+	pid := ctlWaitPrompt(t, c, del.AdmissionID)
+	r = ctl(t, home, "", "pending", s)
+	if !strings.Contains(r.stdout, pid) || !strings.Contains(r.stdout, "approval") || !strings.Contains(r.stdout, "rm -rf ./victim") {
+		t.Fatalf("pending does not show the approval prompt:\n%s", r.stdout)
+	}
+	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "maybe"), 2, "--choice")
+	ctlWant(t, ctl(t, home, "", "approve", s, pid), 2, "--choice")
+	ctlWant(t, ctl(t, home, "", "approve", s, "prm_nope", "--choice", "once"), 4)
+	r = ctl(t, home, "", "approve", s, pid, "--choice", "deny")
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "approval deny sent for "+pid) {
+		t.Fatalf("approve: %s", r)
+	}
+	ctlWaitTurn(t, c, del.AdmissionID)
+	if _, err := os.Stat(filepath.Join(cwd, "victim")); err != nil {
+		t.Fatalf("a denied command ran: %v", err)
+	}
+	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "once"), 1, "no longer answerable")
+
+	// answer: a clarify prompt.
+	ask := submit(t, c, s, "ask-1", "ask color")
+	pid = ctlWaitPrompt(t, c, ask.AdmissionID)
+	r = ctl(t, home, "", "answer", s, pid, "blue")
+	ctlWant(t, r, 0)
+	ctlWaitTurn(t, c, ask.AdmissionID)
+	if res := ctlToolResults(m, "ask color"); len(res) == 0 || !strings.Contains(res[len(res)-1], `"answer":"blue"`) {
+		t.Fatalf("the model got tool results %q", res)
+	}
+	ctlWant(t, ctl(t, home, "", "answer", s, pid), 2)
+
+	// send survives a daemon crash: it reconnects to the restarted daemon
+	// and reports the admission unknown; a stale descriptor meanwhile is
+	// explained; resolve asks first.
+	bg := ctlStart(t, home, "send", s, "crash story")
+	<-crash.Waiting()
+	d.SIGKILL(t)
+	ctlWant(t, ctl(t, home, "", "status"), 3, "is gone")
+	d.Restart(t)
+	r = bg.wait(t)
+	ctlWant(t, r, 1, "unknown", "sessionctl resolve "+s)
+	if !strings.Contains(r.stderr, "reconnected") {
+		t.Fatalf("send did not say it reconnected; %s", r)
+	}
+	r = ctl(t, home, "", "pending", s, "--json")
+	if json.Unmarshal([]byte(r.stdout), &pend) != nil || len(pend.Pending) != 1 || pend.Pending[0].Status != "unknown" {
+		t.Fatalf("pending --json after the crash: %s", r)
+	}
+	unknown := pend.Pending[0]
+	r = ctl(t, home, "n\n", "resolve", s, unknown.AdmissionID)
+	ctlWant(t, r, 1, "not resolved")
+	if !strings.Contains(r.stderr, "crash story") || !strings.Contains(r.stderr, "generation "+strconv.FormatInt(*unknown.ExecutionGeneration, 10)) {
+		t.Fatalf("resolve did not show the admission first; %s", r)
+	}
+	r = ctl(t, home, "y\n", "resolve", s, unknown.AdmissionID)
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "resolved "+unknown.AdmissionID+": terminal/interrupted") {
+		t.Fatalf("resolve: %s", r)
+	}
+	ctlWant(t, ctl(t, home, "", "resolve", s, unknown.AdmissionID, "--yes"), 1, "not pending")
+	ctlWant(t, ctl(t, home, "", "resolve", s, unknown.AdmissionID, "--yes", "--generation", strconv.FormatInt(*unknown.ExecutionGeneration, 10)), 1, "not unknown")
+
+	// The documented failures: one line each, non-zero exit.
+	ctlWant(t, ctl(t, t.TempDir(), "", "status"), 3, "no daemon running", "daemon.json")
+	wrong := t.TempDir()
+	desc := d.Desc
+	desc.Token = strings.Repeat("0", len(desc.Token))
+	b, _ := json.Marshal(desc)
+	if err := os.WriteFile(filepath.Join(wrong, "daemon.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctlWant(t, ctl(t, wrong, "", "sessions"), 3, "refused the token", "401")
+	ctlWant(t, ctl(t, home, "", "send", "ses_nope", "hi"), 4, "unknown session")
+	ctlWant(t, ctl(t, home, "", "pending", "ses_nope"), 4, "unknown session")
+	ctlWant(t, ctl(t, home, "", "interrupt", "ses_nope"), 4, "unknown session")
+	ctlWant(t, ctl(t, home, "", "send", s), 2, "SESSION TEXT")
+	ctlWant(t, ctl(t, home, "", "frobnicate"), 2, "unknown command")
+	ctlWant(t, ctl(t, home, "", "attach", s), 2, "terminal")
+}
+
+// TestSessionctlHelp: --help documents the exit codes and has examples
+// for every verb.
+func TestSessionctlHelp(t *testing.T) {
+	home := t.TempDir()
+	r := ctl(t, home, "", "--help")
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "Examples:") {
+		t.Fatalf("sessionctl --help:\n%s", r.stdout)
+	}
+	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
+		r := ctl(t, home, "", verb, "--help")
+		ctlWant(t, r, 0)
+		if !strings.Contains(r.stdout, "Examples:\n  sessionctl") && !strings.Contains(r.stdout, "Examples:\n  S=") {
+			t.Errorf("sessionctl %s --help has no examples:\n%s", verb, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "Exit codes:") {
+			t.Errorf("sessionctl %s --help does not document the exit codes", verb)
+		}
+	}
+}
