@@ -233,7 +233,11 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		if rec.Reason, err = waitReason(tx, a, atCapacity); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, 0, rec)
+		// The admit event carries the text, so that other clients can show
+		// a queued input before it starts.
+		ev := rec
+		ev.Text = a.Text
+		_, err = tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, 0, ev)
 		return err
 	})
 	return rec, store.Classify(err)
@@ -478,8 +482,8 @@ func (q *Queue) Cancel(ctx context.Context, sessionID, admissionID string) (Admi
 func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID string, gen int64, hook SettleHook) (Admission, error) {
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
-		if gen <= 0 {
-			return fmt.Errorf("%w: execution_generation must be positive", ErrStaleGeneration)
+		if gen <= 0 { // transition treats 0 as "any generation"; explain instead
+			return explain(tx, sessionID, admissionID, StatusUnknown, gen)
 		}
 		var err error
 		if out, err = transition(tx, sessionID, admissionID, StatusUnknown, gen, OutcomeInterrupted, ""); err != nil {
