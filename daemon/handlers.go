@@ -31,6 +31,7 @@ func (d *Daemon) routes() *rpc.Mux {
 	m.Handle(rpc.MethodResolveUnknown, d.resolveUnknown)
 	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
 	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
+	m.Handle(rpc.MethodApprovalsList, d.approvalsList)
 	return m
 }
 
@@ -363,4 +364,33 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 		}
 		return rpc.RespondResult{Status: status, PromptID: p.PromptID}, nil
 	}
+}
+
+func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.ApprovalsListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	always, err := d.prompts.AlwaysAllowed(ctx)
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	out := rpc.ApprovalsList{Always: make([]rpc.AllowRule, 0, len(always))}
+	for _, r := range always {
+		out.Always = append(out.Always, rpc.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
+	}
+	if p.SessionID != "" {
+		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
+			return nil, wireErr(err)
+		}
+		rs, err := d.prompts.SessionAllowed(ctx, p.SessionID)
+		if err != nil {
+			return nil, wireErr(err)
+		}
+		out.Session = make([]rpc.AllowRule, 0, len(rs))
+		for _, r := range rs {
+			out.Session = append(out.Session, rpc.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
+		}
+	}
+	return out, nil
 }

@@ -166,3 +166,32 @@ func TestAttachmentsDigestIgnoresFormatting(t *testing.T) {
 		"attachments": json.RawMessage(`[{"a":"y","b":2}]`)})
 	wantWire(t, err, rpc.ReasonAdmissionConflict)
 }
+
+func TestApprovalsListShowsRememberedPatterns(t *testing.T) {
+	d := startTest(t, "")
+	sid := mustSession(t, d)
+	err := d.db.InTx(context.Background(), func(tx *store.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO approval_allowlist (pattern, created_at) VALUES ('rm-recursive', ?)`, store.Now()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO session_approvals (session_id, pattern, created_at) VALUES (?, 'git-push-force', ?)`, sid, store.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := call(t, d.approvalsList, map[string]any{"session_id": sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.(rpc.ApprovalsList)
+	if len(l.Always) != 1 || l.Always[0].Pattern != "rm-recursive" || len(l.Session) != 1 || l.Session[0].Pattern != "git-push-force" {
+		t.Fatalf("approvals.list = %+v", l)
+	}
+	res, _ = call(t, d.approvalsList, map[string]any{})
+	if l := res.(rpc.ApprovalsList); len(l.Always) != 1 || l.Session != nil {
+		t.Fatalf("without a session: %+v", l)
+	}
+	_, err = call(t, d.approvalsList, map[string]any{"session_id": "ses_nope"})
+	wantWire(t, err, rpc.ReasonNotFound)
+}

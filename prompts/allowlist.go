@@ -69,3 +69,11 @@ func (m *Manager) AlwaysAllowed(ctx context.Context) ([]AllowRule, error) {
 	err := m.db.Select(ctx, &rs, `SELECT pattern, created_at, source_session_id FROM approval_allowlist ORDER BY created_at, pattern`)
 	return rs, err
 }
+
+// SessionAllowed lists the "session" patterns of sessionID, oldest first.
+func (m *Manager) SessionAllowed(ctx context.Context, sessionID string) ([]AllowRule, error) {
+	var rs []AllowRule
+	err := m.db.Select(ctx, &rs, `SELECT pattern, created_at, session_id AS source_session_id FROM session_approvals
+		WHERE session_id = ? ORDER BY created_at, pattern`, sessionID)
+	return rs, err
+}

@@ -23,6 +23,7 @@ const (
 	MethodResolveUnknown  = "prompt.resolve_unknown"
 	MethodApprovalRespond = "approval.respond"
 	MethodClarifyRespond  = "clarify.respond"
+	MethodApprovalsList   = "approvals.list"
 	NotifySessionEvent    = "session.event"
 )
 
@@ -270,4 +271,23 @@ type Event struct {
 	AdmissionID         string          `json:"admission_id,omitempty"`
 	ExecutionGeneration *int64          `json:"execution_generation,omitempty"`
 	Payload             json.RawMessage `json:"payload"`
+}
+
+// ApprovalsListParams are the params of approvals.list; SessionID is
+// optional and adds that session's "session" patterns.
+type ApprovalsListParams struct {
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// AllowRule is one remembered approval pattern.
+type AllowRule struct {
+	Pattern   string `json:"pattern"`
+	CreatedAt string `json:"created_at"`
+}
+
+// ApprovalsList is the result of approvals.list: the persisted "always"
+// allowlist, and the "session" patterns of the session asked about.
+type ApprovalsList struct {
+	Always  []AllowRule `json:"always"`
+	Session []AllowRule `json:"session,omitempty"`
 }
