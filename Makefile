@@ -17,7 +17,7 @@ build: ## Build bin/sessiond and bin/sessionctl.
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-run: build ## Run the daemon on $$SESSIOND_HOME (default ./.home); Ctrl-C stops it gracefully.
+run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops it gracefully.
 	$(BIN)/sessiond --home "$(SESSIOND_HOME)"
 
 test: ## Run every test, journeys included, under the race detector.

@@ -155,6 +155,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := WriteDescriptor(opt.Home, d.desc); err != nil {
 		return nil, fmt.Errorf("write descriptor: %w", err)
 	}
+	if cfg.Model.Default == "" {
+		log.Warn("no model.default in config.yaml: session.create must name a model", "config", filepath.Join(opt.Home, ConfigFile))
+	}
 	d.sched.Start(rec.Sessions)
 	log.Info("sessiond listening", "url", d.desc.URL, "home", opt.Home, "boot_epoch", d.epoch,
 		"pid", d.desc.PID, "version", Version, "unknown_admissions", len(rec.Unknown))

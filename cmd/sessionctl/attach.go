@@ -31,6 +31,12 @@ Keys:
   Ctrl-D           detach (on an empty line)
   Ctrl-A/E/U/K/W   line editing: start, end, clear, kill to end, delete word
 
+Commands (typed as a line):
+  /help            show the keys and commands
+  /interrupt       interrupt the running turn
+  /detach          detach (also /quit, /exit)
+  //text           send "/text" as input
+
 Detaching leaves the session and its turns running in the daemon. When the
 connection drops (the daemon restarts, the network hiccups) attach says so,
 reconnects by itself (re-reading daemon.json) and resumes after the last

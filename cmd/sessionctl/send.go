@@ -158,7 +158,11 @@ func (s *sender) explain(ctx context.Context, err error) error {
 		return err
 	}
 	where := "the turn continues in the daemon"
-	if s.admissionID != "" {
+	switch {
+	case s.admissionID != "" && s.receipt != nil && s.receipt.Status == "queued":
+		// interrupt would stop whatever runs now, not this input.
+		where = fmt.Sprintf("the input stays queued in the daemon (admission %s; withdraw it with `sessionctl cancel %s %s`)", s.admissionID, s.sessionID, s.admissionID)
+	case s.admissionID != "":
 		where = fmt.Sprintf("the turn continues in the daemon (admission %s; stop it with `sessionctl interrupt %s`)", s.admissionID, s.sessionID)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -297,7 +297,15 @@ for confirmation on stdin, unless --yes.`,
 		if !cmd.Flags().Changed("generation") {
 			switch {
 			case adm == nil:
-				return fail(exitFailed, "admission %s is not pending in session %s: it is settled already or does not exist; nothing to resolve (see sessionctl pending %s)", admissionID, sessionID, sessionID)
+				// Not pending: let the daemon say whether it does not
+				// exist (not_found, exit 4) or is settled already. A
+				// generation of 0 never resolves anything.
+				var r rpc.Receipt
+				err := a.callOn(ctx, c, rpc.MethodResolveUnknown, rpc.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
+				if err == nil || errors.Is(err, rpc.ErrStaleGeneration) {
+					return fail(exitFailed, "admission %s is not pending in session %s: it is settled already; nothing to resolve (see sessionctl pending %s)", admissionID, sessionID, sessionID)
+				}
+				return err
 			case adm.Status != "unknown":
 				return fail(exitFailed, "admission %s is %s, not unknown; only unknown admissions are resolved (a running turn: sessionctl interrupt; a queued one: sessionctl cancel)", admissionID, adm.Status)
 			case adm.ExecutionGeneration != nil:
