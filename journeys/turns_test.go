@@ -614,7 +614,11 @@ func TestModelFailures(t *testing.T) {
 	}{
 		{"cut mid text", fixtures.Reply{RawSSE: []byte(truncated)}, []string{"truncated"}, 1},
 		{"cut mid tool call", fixtures.Reply{RawSSE: []byte(truncatedTool)}, []string{"truncated"}, 1},
-		{"server error", fixtures.Reply{Status: 500, Text: `{"error":{"message":"the fake upstream is on fire","type":"server_error"}}`}, []string{"500", "the fake upstream is on fire"}, 3},
+		// 500 may mean the request was processed: never retried, so the
+		// input reaches the model once.
+		{"server error", fixtures.Reply{Status: 500, Text: `{"error":{"message":"the fake upstream is on fire","type":"server_error"}}`}, []string{"500", "the fake upstream is on fire"}, 1},
+		// 503 says the request was not taken: retried (twice), then failed.
+		{"unavailable", fixtures.Reply{Status: 503, Text: `{"error":{"message":"overloaded, come back later"}}`}, []string{"503", "overloaded, come back later"}, 3},
 		{"bad request", fixtures.Reply{Status: 400, Text: "model fake-model does not exist here"}, []string{"400", "model fake-model does not exist here"}, 1},
 		{"garbage body", fixtures.Reply{RawSSE: []byte("<html><body>502 gateway garbage</body></html>")}, []string{"502 gateway garbage"}, 1},
 	}

@@ -41,8 +41,9 @@ type Config struct {
 	// response stream once the headers have arrived (time the caller spends
 	// in onDelta does not count). Zero means DefaultIdleTimeout (120s).
 	IdleTimeout time.Duration
-	// MaxRetries is how many times a request is retried on HTTP 429, HTTP 5xx
-	// or a transport failure before any response stream started. Zero means
+	// MaxRetries is how many times a request is retried on HTTP 429, HTTP 503
+	// or a transport failure before any response (never on 500, 502 or 504,
+	// which may mean the request was processed). Zero means
 	// DefaultMaxRetries (2); a negative value disables retries. Backoff is
 	// exponential from 0.5s (capped at 8s, with jitter); a Retry-After header
 	// is honoured up to 2 minutes. Context cancellation interrupts the wait.
@@ -227,8 +228,12 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(text stri
 }
 
 // retryPolicy narrows openai-go's retry decision (408, 409, 429, 5xx,
-// transport errors, or whatever x-should-retry says) to 429, 5xx and
-// transport errors. A 429/5xx carrying "x-should-retry: false" is not retried.
+// transport errors, or whatever x-should-retry says) to 429 and 503 (the
+// server says it did not take the request: retry later) and transport
+// errors before any response. 500, 502 and 504 are not retried: the server
+// or the upstream behind a gateway may have processed the request, and an
+// input must not reach the model twice. A 429/503 carrying
+// "x-should-retry: false" is not retried.
 func retryPolicy(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(req)
 	if err != nil || res == nil {
@@ -240,7 +245,7 @@ func retryPolicy(req *http.Request, next option.MiddlewareNext) (*http.Response,
 	switch {
 	case res.StatusCode < 400:
 		res.Header.Del("X-Should-Retry") // never retry a response that may be streaming
-	case res.StatusCode != http.StatusTooManyRequests && res.StatusCode < 500:
+	case res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusServiceUnavailable:
 		res.Header.Set("X-Should-Retry", "false")
 	}
 	return res, err

@@ -138,7 +138,7 @@ func TestBadResponse(t *testing.T) {
 
 // Quirk 6: a 500 then a good stream retries once and succeeds.
 func TestRetry5xxThenSuccess(t *testing.T) {
-	for _, status := range []int{500, 503, 429} {
+	for _, status := range []int{503, 429} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int64) {
 				if n == 1 {
@@ -161,13 +161,34 @@ func TestRetry5xxThenSuccess(t *testing.T) {
 	}
 }
 
+// TestNoRetryWhenTheRequestMayHaveRun: 500, 502 and 504 may mean the
+// server (or the upstream behind a gateway) processed the request; a retry
+// could make one input reach the model twice.
+func TestNoRetryWhenTheRequestMayHaveRun(t *testing.T) {
+	for _, status := range []int{500, 502, 504} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+				http.Error(w, `{"error":{"message":"upstream trouble"}}`, status)
+			})
+			_, _, err := stream(t, testClient(s, nil), simpleReq())
+			e := asError(t, err, KindHTTPStatus)
+			if e.Status != status || !strings.Contains(err.Error(), "upstream trouble") {
+				t.Errorf("err = %v", err)
+			}
+			if n := s.requests.Load(); n != 1 {
+				t.Errorf("requests = %d, want 1", n)
+			}
+		})
+	}
+}
+
 func TestRetriesExhausted(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
-		http.Error(w, `{"error":{"message":"still broken"}}`, http.StatusBadGateway)
+		http.Error(w, `{"error":{"message":"still broken"}}`, http.StatusServiceUnavailable)
 	})
 	_, _, err := stream(t, testClient(s, nil), simpleReq())
 	e := asError(t, err, KindHTTPStatus)
-	if e.Status != http.StatusBadGateway || !strings.Contains(err.Error(), "still broken") {
+	if e.Status != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "still broken") {
 		t.Errorf("err = %v", err)
 	}
 	if n := s.requests.Load(); n != 1+DefaultMaxRetries {
@@ -177,7 +198,7 @@ func TestRetriesExhausted(t *testing.T) {
 
 func TestNegativeMaxRetriesDisablesRetry(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
-		http.Error(w, "nope", http.StatusInternalServerError)
+		http.Error(w, "nope", http.StatusServiceUnavailable)
 	})
 	_, _, err := stream(t, testClient(s, func(c *Config) { c.MaxRetries = -1 }), simpleReq())
 	asError(t, err, KindHTTPStatus)
