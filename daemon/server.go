@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/coder/websocket"
@@ -44,7 +45,10 @@ func (d *Daemon) httpHandler() http.Handler {
 // loopback address, localhost, or a configured allowed_hosts entry.
 func (d *Daemon) hostAllowed(hostport string) bool {
 	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
+	if h, port, err := net.SplitHostPort(hostport); err == nil {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return false
+		}
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
@@ -62,10 +66,13 @@ func (d *Daemon) hostAllowed(hostport string) bool {
 	return false
 }
 
-func (d *Daemon) originAllowed(origin string) bool {
-	if origin == "" {
-		return true
+func (d *Daemon) originAllowed(r *http.Request) bool {
+	values, present := r.Header["Origin"]
+	if !present {
+		return true // not a browser
 	}
+	// A present Origin, even blank, must be listed.
+	origin := strings.Join(values, ",")
 	for _, o := range d.cfg.AllowedOrigins {
 		if o == origin {
 			return true
@@ -100,7 +107,7 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: Host must name a loopback address", http.StatusForbidden)
 		return
 	}
-	if !d.originAllowed(r.Header.Get("Origin")) {
+	if !d.originAllowed(r) {
 		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 )
@@ -204,6 +205,12 @@ func (c *Conn) readLoop() {
 		}
 		if typ != websocket.MessageText {
 			c.replyError(nil, Errorf(ReasonInvalidRequest, "binary frames are not supported; send one JSON-RPC message per text frame"))
+			continue
+		}
+		if !utf8.Valid(data) {
+			// RFC 6455 requires text frames to be UTF-8; decoding would
+			// silently turn invalid bytes into U+FFFD and merge inputs.
+			c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid UTF-8"))
 			continue
 		}
 		c.dispatch(data)

@@ -271,3 +271,17 @@ func TestCloseSendsStatusAfterQueuedFrames(t *testing.T) {
 	var once sync.Once
 	sc.OnClose(func() { once.Do(func() {}) }) // after close: runs at once, no hang
 }
+
+func TestInvalidUTF8IsAParseError(t *testing.T) {
+	mux := NewMux()
+	mux.Handle("echo", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) { return "ok", nil })
+	url, _ := serve(t, mux, Options{})
+	c := dial(t, url)
+	r := roundTrip(t, c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{\"text\":\"a\xffb\"}}")
+	if r.Error == nil || r.Error.Code != CodeParseError || !strings.Contains(r.Error.Message, "UTF-8") {
+		t.Fatalf("invalid UTF-8 frame: %+v", r)
+	}
+	if r := roundTrip(t, c, `{"jsonrpc":"2.0","id":2,"method":"echo"}`); r.Error != nil {
+		t.Fatalf("connection unusable after: %+v", r.Error)
+	}
+}
