@@ -65,6 +65,7 @@ var (
 	ErrIllegalTransition = errors.New("illegal admission transition")                          // internal: a bug or a lost race
 	ErrNothingQueued     = errors.New("nothing to claim")                                      // internal to the scheduler
 	ErrSessionBusy       = errors.New("session runs a turn")                                   // session_busy
+	ErrQueueFull         = errors.New("the session's queue is full")                           // overloaded
 )
 
 // Admission is one session_admissions row.
@@ -143,10 +144,14 @@ func Digest(text string, attachments json.RawMessage) string {
 }
 
 // Queue performs the FIFO's transitions against the store. Epoch is this
-// daemon's boot_epoch, stamped as owner_epoch on claimed rows.
+// daemon's boot_epoch, stamped as owner_epoch on claimed rows. MaxQueued,
+// when > 0, bounds the queued admissions of one session
+// (limits.max_queued_per_session); Admit refuses new inputs beyond it with
+// ErrQueueFull.
 type Queue struct {
-	DB    *store.DB
-	Epoch int64
+	DB        *store.DB
+	Epoch     int64
+	MaxQueued int
 }
 
 func get(q store.Queryer, where string, args ...any) (Admission, error) {
@@ -184,7 +189,7 @@ type AdmitRequest struct {
 // Admit commits a queued admission for req, or returns the existing one
 // with duplicate=true when (session, input_id) was admitted before with the
 // same payload. Errors: ErrSessionNotFound, ErrConflict (same input_id,
-// other payload), ErrCancelled (that admission was cancelled),
+// other payload), ErrCancelled (that admission was cancelled), ErrQueueFull,
 // store.ErrUnavailable (nothing was committed). The returned admission is
 // committed when Admit returns nil. atCapacity tells whether the daemon-wide
 // limit is reached, for the receipt's reason; it may be nil.
@@ -209,6 +214,16 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 			return err
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
+		}
+		if q.MaxQueued > 0 {
+			var queued int
+			if err := tx.Get(&queued, `SELECT count(*) FROM session_admissions
+				WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'`, req.SessionID); err != nil {
+				return err
+			}
+			if queued >= q.MaxQueued {
+				return fmt.Errorf("%w: %d inputs wait in session %s (limits.max_queued_per_session); retry with backoff", ErrQueueFull, queued, req.SessionID)
+			}
 		}
 		var seq int64
 		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1

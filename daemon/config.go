@@ -64,10 +64,13 @@ type TerminalConfig struct {
 
 // LimitsConfig bounds the daemon's resources.
 type LimitsConfig struct {
-	MaxConcurrentTurns int   `yaml:"max_concurrent_turns"` // default 8
-	MaxMessageBytes    int64 `yaml:"max_message_bytes"`    // WebSocket frame limit; default 4 MiB
-	MaxInFlight        int   `yaml:"max_in_flight"`        // concurrent requests per connection; default 64
-	SendQueue          int   `yaml:"send_queue"`           // queued notifications per connection; default 1024
+	MaxConcurrentTurns  int   `yaml:"max_concurrent_turns"`   // default 8
+	MaxMessageBytes     int64 `yaml:"max_message_bytes"`      // WebSocket frame limit; default 4 MiB
+	MaxInFlight         int   `yaml:"max_in_flight"`          // concurrent requests per connection; default 64
+	SendQueue           int   `yaml:"send_queue"`             // queued notifications per connection; default 1024
+	MaxConnections      int   `yaml:"max_connections"`        // open WebSocket connections; more are closed with 1013; default 4096
+	MaxInputBytes       int   `yaml:"max_input_bytes"`        // prompt.submit text plus attachments; default 1 MiB
+	MaxQueuedPerSession int   `yaml:"max_queued_per_session"` // queued inputs per session; more are refused overloaded; default 1000
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -78,7 +81,8 @@ func DefaultConfig() Config {
 		Approvals: ApprovalsConfig{Mode: "manual", Timeout: 120},
 		Agent:     AgentConfig{ClarifyTimeout: 120, MaxIterations: 50},
 		Terminal:  TerminalConfig{Timeout: 180, OutputLimit: 50000},
-		Limits:    LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024},
+		Limits: LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024,
+			MaxConnections: 4096, MaxInputBytes: 1 << 20, MaxQueuedPerSession: 1000},
 	}
 }
 
@@ -192,7 +196,8 @@ func (c *Config) Validate() error {
 		"terminal.output_limit": int64(c.Terminal.OutputLimit), "limits.max_concurrent_turns": int64(c.Limits.MaxConcurrentTurns),
 		"limits.max_message_bytes": c.Limits.MaxMessageBytes, "limits.max_in_flight": int64(c.Limits.MaxInFlight),
 		"limits.send_queue": int64(c.Limits.SendQueue), "model.connect_timeout": int64(c.Model.ConnectTimeout),
-		"model.idle_timeout": int64(c.Model.IdleTimeout),
+		"model.idle_timeout": int64(c.Model.IdleTimeout), "limits.max_connections": int64(c.Limits.MaxConnections),
+		"limits.max_input_bytes": int64(c.Limits.MaxInputBytes), "limits.max_queued_per_session": int64(c.Limits.MaxQueuedPerSession),
 	}
 	for k, v := range positive {
 		if v <= 0 {

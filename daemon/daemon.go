@@ -113,7 +113,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("record boot epoch: %w", err)
 	}
-	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch}
+	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession}
 	d.prompts = prompts.NewManager(d.db, d.epoch, log)
 	// Recovery is a named step before serving: started rows of earlier
 	// processes become unknown and their prompts close.

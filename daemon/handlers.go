@@ -15,9 +15,6 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// MaxInputBytes bounds prompt.submit text (and attachments) in bytes.
-const MaxInputBytes = 1 << 20
-
 func (d *Daemon) routes() *rpc.Mux {
 	m := rpc.NewMux()
 	m.Handle(rpc.MethodInitialize, d.initialize)
@@ -59,6 +56,7 @@ func wireErr(err error) error {
 		{admission.ErrStaleGeneration, rpc.ReasonStaleGeneration},
 		{prompts.ErrStaleGeneration, rpc.ReasonStaleGeneration},
 		{admission.ErrSessionBusy, rpc.ReasonSessionBusy},
+		{admission.ErrQueueFull, rpc.ReasonOverloaded},
 		{prompts.ErrInvalidAnswer, rpc.ReasonInvalidParams},
 		{store.ErrUnavailable, rpc.ReasonStorageUnavailable},
 	}
@@ -214,8 +212,8 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawM
 	if p.Text == "" {
 		return nil, rpc.InvalidParams("text", "required and non-empty")
 	}
-	if len(p.Text)+len(p.Attachments) > MaxInputBytes {
-		return nil, rpc.InvalidParams("text", "input is %d bytes; the limit is %d", len(p.Text)+len(p.Attachments), MaxInputBytes)
+	if n, max := len(p.Text)+len(p.Attachments), d.cfg.Limits.MaxInputBytes; n > max {
+		return nil, rpc.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
 	}
 	if len(p.Attachments) > 0 && string(p.Attachments) != "null" {
 		canon, err := canonicalArray(p.Attachments)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
@@ -77,7 +79,7 @@ func TestSubmitValidatesInput(t *testing.T) {
 		"too long":    {"session_id": sid, "input_id": strings.Repeat("a", 129), "text": "x"},
 		"empty id":    {"session_id": sid, "input_id": "", "text": "x"},
 		"empty text":  {"session_id": sid, "input_id": "ok", "text": ""},
-		"huge text":   {"session_id": sid, "input_id": "ok", "text": strings.Repeat("x", MaxInputBytes+1)},
+		"huge text":   {"session_id": sid, "input_id": "ok", "text": strings.Repeat("x", (1<<20)+1)},
 		"attachments": {"session_id": sid, "input_id": "ok", "text": "x", "attachments": "nope"},
 	} {
 		_, err := call(t, d.promptSubmit, p)
@@ -194,4 +196,75 @@ func TestApprovalsListShowsRememberedPatterns(t *testing.T) {
 	}
 	_, err = call(t, d.approvalsList, map[string]any{"session_id": "ses_nope"})
 	wantWire(t, err, rpc.ReasonNotFound)
+}
+
+func TestLimitsRefuseWithClearErrors(t *testing.T) {
+	d := startTest(t, "limits: {max_queued_per_session: 2, max_input_bytes: 16}")
+	sid := mustSession(t, d)
+	_, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "big", "text": strings.Repeat("x", 17)})
+	wantWire(t, err, rpc.ReasonInvalidParams)
+	// The first input starts (and parks on the model); two more may queue.
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": id, "text": "x"}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if id == "a" {
+			waitFor(t, func() bool { _, ok := d.sched.Running(sid); return ok })
+		}
+	}
+	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "d", "text": "x"})
+	wantWire(t, err, rpc.ReasonOverloaded)
+	// A duplicate of an admitted input is still answered.
+	if res, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "b", "text": "x"}); err != nil || !res.(rpc.Receipt).Duplicate {
+		t.Fatalf("duplicate while full: %v %v", res, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met before the deadline")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestMaxConnectionsClosesWith1013(t *testing.T) {
+	d := startTest(t, "limits: {max_connections: 2}")
+	ctx := context.Background()
+	opts := &websocket.DialOptions{HTTPHeader: map[string][]string{"Authorization": {"Bearer " + d.token}}, Subprotocols: []string{SubprotocolV1}}
+	var conns []*websocket.Conn
+	for i := 0; i < 2; i++ {
+		c, _, err := websocket.Dial(ctx, d.desc.URL, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"daemon.info"}`))
+		if _, _, err := c.Read(ctx); err != nil { // registered and served
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	extra, _, err := websocket.Dial(ctx, d.desc.URL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = extra.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("third connection: %v, want close 1013", err)
+	}
+	conns[0].Close(websocket.StatusNormalClosure, "")
+	waitFor(t, func() bool { d.connMu.Lock(); defer d.connMu.Unlock(); return len(d.conns) < 2 })
+	again, _, err := websocket.Dial(ctx, d.desc.URL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"daemon.info"}`))
+	if _, _, err := again.Read(ctx); err != nil {
+		t.Fatalf("after a slot freed: %v", err)
+	}
+	again.CloseNow()
+	conns[1].CloseNow()
 }

@@ -141,6 +141,12 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusGoingAway, "daemon stopping")
 		return
 	}
+	if len(d.conns) >= d.cfg.Limits.MaxConnections {
+		d.connMu.Unlock()
+		// 1013 Try Again Later: a clear refusal the client can back off on.
+		ws.Close(websocket.StatusTryAgainLater, "overloaded: too many connections (limits.max_connections); retry with backoff")
+		return
+	}
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()
