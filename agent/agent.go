@@ -247,8 +247,22 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 
 // unanalysable are classifier patterns that mean "could not look inside",
 // not a kind of action; approving one must not approve others.
+// Some name a kind of action whose reach is decided at run time (a
+// computed rm target, inline interpreter code, a command in an option).
 var unanalysable = map[string]bool{"unparseable": true, "dynamic-command": true, "nested-shell": true,
-	"too-complex": true, "internal-error": true}
+	"too-complex": true, "internal-error": true, "inline-code": true, "exec-option": true,
+	"script-written": true, "rm-recursive-dynamic": true, "rm-computed-args": true}
+
+// isUnanalysable reports whether any rule of a (possibly combined,
+// "a+b") pattern is unanalysable.
+func isUnanalysable(pattern string) bool {
+	for _, p := range strings.Split(pattern, "+") {
+		if unanalysable[p] {
+			return true
+		}
+	}
+	return false
+}
 
 // ApprovalChoices are offered with every approval prompt.
 var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
@@ -276,7 +290,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	// safe command in strict mode, or a command the classifier could not
 	// analyse, only this exact command text is remembered.
 	pattern := cls.Pattern
-	if pattern == "" || unanalysable[pattern] {
+	if pattern == "" || isUnanalysable(pattern) {
 		pattern = "command:" + args.Command
 	}
 	if ask {

@@ -13,7 +13,9 @@
 //     mvdan.cc/sh/v3/syntax (bash dialect) and rates it safe, dangerous
 //     (needs approval in manual mode) or hardline (never run), with a
 //     stable rule key ([Classification.Pattern]) that approvals with choice
-//     "session" or "always" refer to;
+//     "session" or "always" refer to; what it cannot look into (inline
+//     interpreter code, commands given in options, scripts written by the
+//     same command) is dangerous, never safe;
 //   - clarify: [ParseClarifyArgs] normalizes the clarify tool's arguments
 //     into questions; [ClarifyResult] is the shape of its result.
 //

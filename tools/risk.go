@@ -16,12 +16,16 @@ const (
 	RiskSafe Risk = "safe"
 	// RiskDangerous commands need an approval in "manual" mode: recursive or
 	// forced rm, chmod 777, curl … | sh, git reset --hard, force pushes,
-	// writes to ~/.ssh or shell rc files, DROP TABLE, sudo, unparseable
-	// input, command names computed at run time, ….
+	// writes to ~/.ssh or shell rc files, DROP TABLE, sudo, inline
+	// interpreter code (python -c), commands hidden in options (sed e, tar
+	// --to-command, git -c core.pager=…), scripts written and run by the
+	// same command, unparseable input, command names computed at run
+	// time, ….
 	RiskDangerous Risk = "dangerous"
 	// RiskHardline commands are never run, whatever the approval mode:
-	// rm -rf /, mkfs, fork bombs, dd or redirection to a block device,
-	// shutdown/reboot, find / -delete, chmod -R / chown -R of /, ….
+	// rm -rf /, rm -rf /$x or "$x"/* (the root when $x is empty), mkfs,
+	// fork bombs, dd or redirection to a block device, shutdown/reboot,
+	// find / -delete, chmod -R / chown -R of /, rm -rf ../../.., ….
 	RiskHardline Risk = "hardline"
 )
 
@@ -59,36 +63,63 @@ type Classification struct {
 // (&&, ||, ;), subshells, blocks, command and process substitutions,
 // function bodies, here-documents fed to a shell, commands behind wrappers
 // (sudo, doas, env, xargs, nice, nohup, timeout, command, exec, time,
-// stdbuf, ionice, setsid, watch, flock, busybox, …) and the strings passed
-// to sh/bash/zsh/dash -c, eval, trap, su -c and git aliases, which are
-// parsed again (up to a fixed nesting depth).
+// stdbuf, ionice, setsid, watch, flock, busybox, chrt, strace, ltrace,
+// unshare, nsenter, taskset, numactl, prlimit, firejail, proot, fakeroot,
+// flatpak-spawn, runuser, systemd-run, poetry run, bundle exec, … — see
+// the wrappers table) and the strings passed to sh/bash/zsh/dash -c,
+// eval, trap, su -c, alias, ssh -o ProxyCommand, git aliases and
+// command-valued git settings, sed's e command, tar --to-command and the
+// like, which are parsed again (up to a fixed nesting depth).
+//
+// It follows cd, pushd and popd through a list, so that relative paths
+// are judged where they point (cd ~/.ssh && echo k >> authorized_keys,
+// cd / && rm -rf *), and remembers the files the command writes, so that
+// a script written and then run by the same command is dangerous. A
+// recursive delete whose target is computed at run time is judged as it
+// reads when the expansions come out empty (rm -rf /$x and "$d"/* are
+// hardline) and gets its own rule key, so that approving "rm -rf build"
+// never approves "rm -rf $x".
 //
 // Input that does not parse is dangerous (reason "could not parse command:
 // …"), never safe, and so is a command whose name is computed at run time
 // ($x args, $(echo rm) -rf). Classify never panics: an internal failure is
 // reported as dangerous. It is safe for concurrent use.
 //
-// Classification is static and best effort: it does not know the working
-// directory or the contents of scripts and files the command runs, nor
-// code passed to non-shell interpreters (python -c, perl -e, awk) or run
-// inside containers (docker run, kubectl exec).
+// Classification is static and best effort: it does not know the starting
+// directory, the values of variables, or the contents of scripts and
+// files the command runs (python3 script.py is safe unless the same
+// command wrote script.py), nor what runs inside containers (docker run,
+// kubectl exec). Code it cannot look into — inline interpreter code
+// (python -c, perl -e, node -e, awk programs that call system() or pipe
+// to commands), commands given in options, scripts written by the same
+// command — is dangerous.
 //
 // Rule keys (Classification.Pattern):
 //
-//   - hardline: rm-root, find-root-delete, chmod-root, chown-root, mkfs,
-//     fork-bomb, dd-block-device, block-device-write, shutdown, sysrq.
-//   - dangerous: rm-recursive, rm-force, rm-computed-args, xargs-rm,
-//     find-delete, chmod-world-writable, chmod-recursive, chown-recursive,
+//   - hardline: rm-root, delete-ancestor (3+ levels up), find-root-delete,
+//     chmod-root, chown-root, mkfs, fork-bomb, dd-block-device,
+//     block-device-write, shutdown, sysrq.
+//   - dangerous: rm-recursive, rm-recursive-dynamic, rm-force,
+//     rm-computed-args, delete-ancestor, xargs-rm, find-delete,
+//     chmod-world-writable, chmod-recursive, chown-recursive,
 //     curl-pipe-shell, pipe-to-shell, git-reset-hard, git-clean-force,
-//     git-push-force, git-discard-changes, git-stash-drop,
-//     git-branch-force-delete, write-ssh, write-shell-rc, write-etc,
-//     device-write, dd-device, kernel-write, sql-destructive, kill-all,
-//     pkill, truncate, shred, crontab-remove, crontab-replace,
-//     disk-partition, privilege-elevation.
+//     git-push-force, git-push-delete, git-discard-changes, git-stash-drop,
+//     git-stash-untracked, git-branch-force-delete,
+//     git-worktree-remove-force, git-config-command, write-ssh,
+//     write-shell-rc, write-git-config, write-etc, device-write,
+//     dd-device, kernel-write, sql-destructive, kill-all, pkill, truncate,
+//     shred, sed-in-place, remove-source-files, rsync-delete,
+//     crontab-remove, crontab-replace, scheduled-command, disk-partition,
+//     privilege-elevation.
 //   - dangerous because the command could not be analysed: unparseable,
-//     dynamic-command, nested-shell, too-complex, internal-error. They name
-//     no particular action, so callers may prefer not to remember
-//     "session" or "always" approvals for them.
+//     dynamic-command, nested-shell, too-complex, internal-error,
+//     inline-code (interpreter code given inline), exec-option (a command
+//     or code given in an option, a setting or an environment variable),
+//     script-written (runs a file the same command wrote). They name no
+//     particular action, so callers may prefer not to remember "session"
+//     or "always" approvals for them; rm-recursive-dynamic and
+//     rm-computed-args (targets or options computed at run time) are
+//     candidates too.
 func Classify(command string) (c Classification) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -103,6 +134,7 @@ func Classify(command string) (c Classification) {
 func classify(command string) Classification {
 	c := &classifier{seen: map[string]int{}, pipes: map[*syntax.BinaryCmd]bool{}}
 	c.source(command)
+	c.scriptsWritten()
 	return c.result()
 }
 
@@ -125,10 +157,62 @@ type classifier struct {
 	seen     map[string]int // pattern -> index in findings
 	depth    int
 	nestedN  int // bytes parsed again so far, bounded by maxNestedBytes
-	// cwdRisky is set after "cd /", "cd ~" and the like, so that a later
-	// "rm -rf *" is treated as a wipe of that directory.
-	cwdRisky bool
-	pipes    map[*syntax.BinaryCmd]bool // pipelines already analysed as part of a larger one
+	// dir is where cd, pushd and popd have taken the shell, so that later
+	// relative paths can be judged ("cd / && rm -rf *", "cd ~/.ssh && echo
+	// k >> authorized_keys", "cd .. && cd .. && rm -rf *").
+	dir   shellDir
+	pipes map[*syntax.BinaryCmd]bool // pipelines already analysed as part of a larger one
+	// written and ran are files the command line writes and files it runs
+	// as programs or scripts (sh s.sh, ./s.sh, python3 s.py, make -f m);
+	// a file in both is a script written and run by the same command.
+	written, ran []string
+	// minWord is the last word whose minimal renderings were checked.
+	minWord *syntax.Word
+}
+
+// scriptsWritten flags a file that the command line both writes and runs.
+// Files are compared by base name, which errs on the side of a match.
+func (c *classifier) scriptsWritten() {
+	if len(c.written) == 0 || len(c.ran) == 0 {
+		return
+	}
+	w := make(map[string]bool, len(c.written))
+	for _, f := range c.written {
+		w[f] = true
+	}
+	for _, f := range c.ran {
+		if w[f] {
+			c.add(RiskDangerous, "script-written", fmt.Sprintf("runs a script written by the same command (%s)", f))
+			return
+		}
+	}
+}
+
+// noteWritten and noteRan record a file written or run, by base name.
+func (c *classifier) noteWritten(p string) {
+	if b := fileBase(p); b != "" && len(c.written) < maxFileNotes {
+		c.written = append(c.written, b)
+	}
+}
+
+func (c *classifier) noteRan(p string) {
+	if b := fileBase(p); b != "" && len(c.ran) < maxFileNotes {
+		c.ran = append(c.ran, b)
+	}
+}
+
+// maxFileNotes bounds how many written and run files are remembered.
+const maxFileNotes = 4096
+
+func fileBase(p string) string {
+	p = strings.TrimRight(p, "/")
+	if p == "" || p == "." || p == ".." {
+		return ""
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		p = p[i+1:]
+	}
+	return p
 }
 
 func (c *classifier) add(r Risk, pattern, reason string) {
@@ -190,11 +274,11 @@ func (c *classifier) nested(src string) {
 		c.add(RiskDangerous, "too-complex", "command too complex to analyse")
 		return
 	}
-	saved := c.cwdRisky
+	saved := c.dir
 	c.depth++
 	c.source(src)
 	c.depth--
-	c.cwdRisky = saved
+	c.dir = saved
 }
 
 // walk visits every node below n in source order.
@@ -209,6 +293,8 @@ func (c *classifier) walk(n syntax.Node) {
 			}
 		case *syntax.FuncDecl:
 			c.funcDecl(n)
+		case *syntax.Assign:
+			c.assign(n)
 		case *syntax.Subshell:
 			c.scoped(n.Stmts)
 			return false
@@ -226,17 +312,18 @@ func (c *classifier) walk(n syntax.Node) {
 // scoped walks statements that run in a subshell: a cd inside does not
 // change the directory of what follows.
 func (c *classifier) scoped(stmts []*syntax.Stmt) {
-	saved := c.cwdRisky
+	saved := c.dir
 	for _, s := range stmts {
 		c.walk(s)
 	}
-	c.cwdRisky = saved
+	c.dir = saved
 }
 
 // stmt classifies one statement: its redirections and, for a simple
 // command, the command itself.
 func (c *classifier) stmt(s *syntax.Stmt) {
-	var stdin *arg
+	var stdin, stdinFile *arg
+	var truncated []arg // files emptied by > before the command runs
 	for _, r := range s.Redirs {
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
@@ -247,7 +334,10 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 			a := renderString(r.Word)
 			stdin = &a
 			c.sqlCheck(a.s)
-		case syntax.RdrIn, syntax.DplIn:
+		case syntax.RdrIn:
+			a := renderString(r.Word)
+			stdinFile = &a
+		case syntax.DplIn:
 			// reading is fine
 		case syntax.DplOut:
 			t := renderString(r.Word)
@@ -255,15 +345,60 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 				continue
 			}
 			c.writeTarget(t, "redirection")
+		case syntax.RdrOut, syntax.ClbOut, syntax.RdrAll:
+			t := renderString(r.Word)
+			c.writeTarget(t, "redirection")
+			truncated = append(truncated, t)
 		default:
 			c.writeTarget(renderString(r.Word), "redirection")
 		}
 	}
-	call, ok := s.Cmd.(*syntax.CallExpr)
-	if !ok || len(call.Args) == 0 {
-		return
+	if tc, ok := s.Cmd.(*syntax.TimeClause); ok && tc.Stmt != nil {
+		// bash reads "time -o f cmd" as its time keyword timing a command
+		// named -o, but /bin/sh may be dash, which runs /usr/bin/time.
+		if call, ok := tc.Stmt.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && strings.HasPrefix(call.Args[0].Lit(), "-") && call.Args[0].Lit() != "-p" {
+			c.command(append([]arg{{s: "time"}}, renderArgs(call.Args)...), cmdCtx{})
+		}
 	}
-	c.command(renderArgs(call.Args), cmdCtx{stdin: stdin})
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if s.Cmd != nil && (!ok || len(call.Args) > 0) {
+		if !ok {
+			return
+		}
+		r := c.command(renderArgs(call.Args), cmdCtx{stdin: stdin, stdinFile: stdinFile})
+		if !producesNothing(r) {
+			return
+		}
+	}
+	// "> f", ": > f", "true > f", "cat /dev/null > f": the file is emptied.
+	for _, t := range truncated {
+		c.emptied(t, "> "+t.s)
+	}
+}
+
+// producesNothing reports whether a command writes nothing to its output,
+// so that redirecting it only empties the target (": > f").
+func producesNothing(r resolved) bool {
+	if r.dynamic {
+		return false
+	}
+	switch r.name {
+	case ":", "true", "false":
+		return true
+	case "cat":
+		_, ops := parseAll(r.args, optSpec{})
+		for _, o := range ops {
+			if o.s != "/dev/null" {
+				return false
+			}
+		}
+		return len(ops) > 0
+	case "echo":
+		return len(r.args) == 1 && r.args[0].s == "-n"
+	case "printf":
+		return len(r.args) == 1 && r.args[0].s == ""
+	}
+	return false
 }
 
 func isDigits(s string) bool {
@@ -330,6 +465,7 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 	var stages []*syntax.Stmt
 	c.flattenPipe(b, &stages)
 	var download bool
+	var prev stage
 	for i, st := range stages {
 		info := stageInfo(st)
 		if i > 0 && info.stdinInterp != "" {
@@ -338,16 +474,58 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 				c.add(RiskDangerous, "curl-pipe-shell",
 					fmt.Sprintf("pipes a download into an interpreter (… | %s)", info.stdinInterp))
 			case info.stdinShell:
-				if src, ok := stageInfo(stages[i-1]).echoSrc(); ok {
+				if src, ok := prev.echoSrc(); ok {
 					c.nested(src)
 				} else {
 					c.add(RiskDangerous, "pipe-to-shell",
 						fmt.Sprintf("pipes generated commands into a shell (… | %s)", info.stdinInterp))
 				}
+			default:
+				c.add(RiskDangerous, "inline-code",
+					fmt.Sprintf("pipes a program into %s; runs inline interpreter code that cannot be analysed", info.stdinInterp))
 			}
 		}
+		if i > 0 && info.xargs != nil {
+			// echo / | xargs rm -rf: the words echoed become arguments.
+			if src, ok := prev.echoSrc(); ok {
+				words := strings.Fields(src)
+				if len(words) > maxBraceExpansions {
+					words = words[:maxBraceExpansions]
+				}
+				args := renderArgs(info.xargs.Args)
+				for _, w := range words {
+					args = append(args, arg{s: w})
+				}
+				c.command(args, cmdCtx{xargsKnown: true})
+			}
+		}
+		if i > 0 && info.sqlClient {
+			// echo 'drop table t' | psql: what flows in is SQL.
+			c.sqlStage(stages[i-1])
+		}
 		download = download || info.download
+		prev = info
 	}
+}
+
+// sqlStage scans the words and here-documents of a pipeline stage that
+// feeds an SQL client, leniently.
+func (c *classifier) sqlStage(s *syntax.Stmt) {
+	syntax.Walk(s, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			for _, a := range renderArgs(n.Args) {
+				c.sqlScan(a.s, true)
+			}
+		case *syntax.Redirect:
+			if n.Hdoc != nil {
+				c.sqlScan(renderString(n.Hdoc).s, true)
+			} else if n.Op == syntax.WordHdoc {
+				c.sqlScan(renderString(n.Word).s, true)
+			}
+		}
+		return true
+	})
 }
 
 func (c *classifier) flattenPipe(b *syntax.BinaryCmd, out *[]*syntax.Stmt) {
@@ -362,11 +540,13 @@ func (c *classifier) flattenPipe(b *syntax.BinaryCmd, out *[]*syntax.Stmt) {
 }
 
 type stage struct {
-	download    bool   // runs a downloader (curl, wget, …)
-	stdinInterp string // name of an interpreter that reads its program from stdin
-	stdinShell  bool   // that interpreter is a shell
-	echo        []arg  // args of a lone echo/printf, if that is the whole stage
-	echoName    string // "echo" or "printf"
+	download    bool             // runs a downloader (curl, wget, …)
+	stdinInterp string           // name of an interpreter that reads its program from stdin
+	stdinShell  bool             // that interpreter is a shell
+	echo        []arg            // args of a lone echo/printf, if that is the whole stage
+	echoName    string           // "echo" or "printf"
+	xargs       *syntax.CallExpr // the stage is a lone command run by xargs
+	sqlClient   bool             // runs an SQL client, which reads SQL from stdin
 }
 
 // stageInfo looks at every simple command inside one pipeline stage.
@@ -376,6 +556,9 @@ func stageInfo(s *syntax.Stmt) stage {
 		r := resolve(renderArgs(call.Args))
 		if r.name == "echo" || r.name == "printf" {
 			st.echoName, st.echo = r.name, r.args
+		}
+		if r.xargs {
+			st.xargs = call
 		}
 	}
 	syntax.Walk(s, func(n syntax.Node) bool {
@@ -390,6 +573,12 @@ func stageInfo(s *syntax.Stmt) stage {
 		if st.stdinInterp == "" && readsProgramFromStdin(r.name, r.args) {
 			st.stdinInterp = r.name
 			st.stdinShell = shells[r.name]
+		}
+		if st.stdinInterp == "" && (r.name == "at" || r.name == "batch") && !atListing(r.args) {
+			st.stdinInterp, st.stdinShell = r.name, true
+		}
+		if sqlClients[r.name] {
+			st.sqlClient = true
 		}
 		return true
 	})
@@ -408,10 +597,17 @@ func (st stage) echoSrc() (string, bool) {
 		}
 	}
 	if st.echoName == "printf" {
-		if len(args) != 1 || strings.Contains(args[0].s, "%") {
+		if len(args) > 0 && args[0].s == "--" {
+			args = args[1:]
+		}
+		if len(args) == 0 {
 			return "", false
 		}
-		return decodeEcho(args[0].s), true
+		vals := make([]string, len(args)-1)
+		for i, a := range args[1:] {
+			vals[i] = a.s
+		}
+		return printfOutput(args[0].s, vals)
 	}
 	escapes := false
 	for len(args) > 0 && isEchoFlag(args[0].s) {
@@ -423,6 +619,61 @@ func (st stage) echoSrc() (string, bool) {
 		src = decodeEcho(src)
 	}
 	return src, true
+}
+
+// printfOutput returns what printf FORMAT ARGS… prints, for formats with
+// only %s, %b, %c, %d-like directives and escapes; false otherwise.
+func printfOutput(format string, args []string) (string, bool) {
+	var b strings.Builder
+	for round := 0; round < maxBraceExpansions; round++ {
+		used := 0
+		lit := 0
+		for i := 0; i < len(format); i++ {
+			if format[i] != '%' {
+				continue
+			}
+			b.WriteString(decodeEcho(format[lit:i]))
+			j := i + 1
+			for j < len(format) && strings.IndexByte("-+ #0123456789.", format[j]) >= 0 {
+				j++
+			}
+			if j >= len(format) {
+				return "", false
+			}
+			verb := format[j]
+			var v string
+			if verb != '%' && used < len(args) {
+				v = args[used]
+			}
+			switch verb {
+			case '%':
+				b.WriteByte('%')
+			case 's', 'd', 'i', 'u', 'x', 'X', 'o', 'f', 'g', 'e', 'q':
+				b.WriteString(v)
+				used++
+			case 'b':
+				b.WriteString(decodeEcho(v))
+				used++
+			case 'c':
+				if v != "" {
+					b.WriteByte(v[0])
+				}
+				used++
+			default:
+				return "", false
+			}
+			i, lit = j, j+1
+		}
+		b.WriteString(decodeEcho(format[lit:]))
+		if b.Len() > maxBraceBytes {
+			return "", false
+		}
+		args = args[min(used, len(args)):]
+		if used == 0 || len(args) == 0 {
+			return b.String(), true
+		}
+	}
+	return "", false
 }
 
 func isEchoFlag(s string) bool {

@@ -91,8 +91,23 @@ func hasBraceCandidate(parts []syntax.WordPart) bool {
 
 type renderer struct {
 	dyn, dynStart bool
-	n             int // parts rendered so far, to compute dynStart
+	n             int        // parts rendered so far, to compute dynStart
+	mode          renderMode // how run-time expansions are rendered
 }
+
+// renderMode says how a renderer renders run-time expansions.
+type renderMode uint8
+
+const (
+	renderPlaceholders renderMode = iota // $NAME or a placeholder (see arg)
+	renderEmpty                          // as if they expanded to nothing
+	renderDefaults                       // ${x:-word} and friends as their word, the rest as nothing
+	renderInner                          // $NAME for simple parameters, nothing for the rest
+)
+
+// nonEmptyPlaceholder stands, in the renderEmpty and renderDefaults modes,
+// for an expansion that cannot be empty (${x:?}, $((…)), ${#x}).
+const nonEmptyPlaceholder = "__dyn__"
 
 // parts appends the rendering of parts to every prefix in acc.
 func (r *renderer) parts(parts []syntax.WordPart, acc []string) []string {
@@ -119,7 +134,7 @@ func (r *renderer) parts(parts []syntax.WordPart, acc []string) []string {
 						r.dynStart = true
 					}
 					r.dyn = true
-					b.WriteString(dynamicText(q))
+					b.WriteString(r.dynamicText(q))
 				}
 			}
 			acc = appendAll(acc, b.String())
@@ -130,7 +145,7 @@ func (r *renderer) parts(parts []syntax.WordPart, acc []string) []string {
 			if first {
 				r.dynStart = true
 			}
-			acc = appendAll(acc, dynamicText(p))
+			acc = appendAll(acc, r.dynamicText(p))
 		}
 	}
 	return acc
@@ -146,7 +161,7 @@ func (r *renderer) brace(b *syntax.BraceExp, acc []string) []string {
 	var out []string
 	size := 0
 	for _, e := range elems {
-		sub := renderer{n: r.n - 1}
+		sub := renderer{n: r.n - 1, mode: r.mode}
 		got := sub.parts(e.Parts, append([]string(nil), acc...))
 		r.dyn = r.dyn || sub.dyn
 		r.dynStart = r.dynStart || sub.dynStart
@@ -171,7 +186,89 @@ func appendAll(acc []string, s string) []string {
 	return acc
 }
 
-// dynamicText renders a run-time expansion.
+// dynamicText renders a run-time expansion in the renderer's mode.
+func (r *renderer) dynamicText(p syntax.WordPart) string {
+	if r.mode == renderPlaceholders {
+		return dynamicText(p)
+	}
+	switch p := p.(type) {
+	case *syntax.ParamExp:
+		if r.mode == renderInner && p.Param != nil && simpleParam(p) {
+			return "$" + p.Param.Value
+		}
+		if p.Param != nil && p.Param.Value == "PWD" && simpleParam(p) {
+			return "." // the shell keeps $PWD set
+		}
+		if p.Length || p.Width {
+			return nonEmptyPlaceholder
+		}
+		if p.Exp != nil {
+			switch p.Exp.Op {
+			case syntax.ErrorUnsetOrNull:
+				return nonEmptyPlaceholder
+			case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull,
+				syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+				if r.mode == renderDefaults && p.Exp.Word != nil {
+					inner := renderer{mode: renderInner}
+					return inner.parts(p.Exp.Word.Parts, []string{""})[0]
+				}
+			}
+		}
+		return ""
+	case *syntax.ArithmExp:
+		return nonEmptyPlaceholder
+	case *syntax.ProcSubst:
+		return procPlaceholder
+	case *syntax.CmdSubst:
+		if len(p.Stmts) == 1 {
+			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) == 1 && call.Args[0].Lit() == "pwd" {
+				return "." // $(pwd)
+			}
+			if src, ok := stageInfo(p.Stmts[0]).echoSrc(); ok {
+				return strings.TrimRight(src, "\n") // $(echo /)
+			}
+		}
+	}
+	return ""
+}
+
+// minimalRenderings renders a word that has run-time expansions the ways
+// it may come out when they expand to nothing: once with every expansion
+// empty, once with ${x:-word}, ${x:=word} and ${x:+word} as their word.
+// Brace expressions are expanded. Expansions that cannot be empty (${x:?},
+// $((…))) render as a non-empty placeholder.
+func minimalRenderings(w *syntax.Word) []string {
+	if w == nil {
+		return nil
+	}
+	parts := w.Parts
+	if hasBraceCandidate(parts) {
+		cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), parts...)}
+		if syntax.SplitBraces(cp) {
+			parts = cp.Parts
+		}
+	}
+	empty := renderer{mode: renderEmpty}
+	out := empty.parts(parts, []string{""})
+	defaults := renderer{mode: renderDefaults}
+	return append(out, defaults.parts(parts, []string{""})...)
+}
+
+// quoted reports whether some part of w is quoted.
+func quoted(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		switch p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		}
+	}
+	return false
+}
+
+// dynamicText renders a run-time expansion as "$NAME" or a placeholder.
 func dynamicText(p syntax.WordPart) string {
 	switch p := p.(type) {
 	case *syntax.ParamExp:
