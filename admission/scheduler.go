@@ -176,6 +176,13 @@ func (s *Scheduler) schedule() {
 		for _, id := range ids {
 			s.mu.Lock()
 			stop := s.stopping || len(s.running) >= s.max
+			if !stop {
+				// Taken off before the claim, never after: a Wake that
+				// arrives while the claim runs (an admit, or the settle of
+				// a turn that already finished) must survive to the next
+				// pass, or that session's queue would stall.
+				delete(s.candidates, id)
+			}
 			s.mu.Unlock()
 			if stop || s.ctx.Err() != nil {
 				return
@@ -187,19 +194,22 @@ func (s *Scheduler) schedule() {
 				s.startLocked(a)
 				s.mu.Unlock()
 			})
-			s.mu.Lock()
 			switch {
 			case err == nil:
-				delete(s.candidates, id)
 				progressed = true
 			case errors.Is(err, ErrNothingQueued), errors.Is(err, ErrUnknownExecution), errors.Is(err, ErrSessionBusy), errors.Is(err, ErrSessionNotFound):
-				delete(s.candidates, id)
+				// Nothing to start; the next admit, settle or resolve wakes it.
 			default:
-				// The store failed; keep the candidate and retry on the
+				// The store failed: keep the session a candidate for the
 				// next wake (the next admit or settle).
 				s.log.Error("claim failed", "session_id", id, "err", err)
+				s.mu.Lock()
+				if _, ok := s.candidates[id]; !ok {
+					s.order++
+					s.candidates[id] = s.order
+				}
+				s.mu.Unlock()
 			}
-			s.mu.Unlock()
 		}
 		if !progressed {
 			return
