@@ -300,6 +300,11 @@ func (s *Scheduler) Interrupt(ctx context.Context, sessionID string, gen int64) 
 	r.cancel(ErrInterrupted)
 	select {
 	case <-r.done:
+		if r.err == nil && r.final.Outcome.String != string(OutcomeInterrupted) {
+			// The turn ended on its own before the interrupt reached it
+			// (it was already settling): nothing was interrupted.
+			return Admission{}, false, nil
+		}
 		return r.final, true, r.err
 	case <-ctx.Done():
 		return r.a, true, ctx.Err()
