@@ -3,8 +3,9 @@ package journeys
 // Adversarial regression races: two answers to one approval, an answer
 // against an interrupt, a cancel against the scheduler's claim, concurrent
 // resolves of one unknown admission, concurrent creates and submits with the
-// same idempotency key. Each race is started from a barrier; the rounds vary
-// which side goes first.
+// same idempotency key, and a submit or an interrupt sent the moment a turn
+// ends. Each race is started from a barrier; the rounds vary which side goes
+// first.
 
 import (
 	"encoding/json"
