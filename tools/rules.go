@@ -1955,17 +1955,8 @@ loop:
 		case len(s) < 2 || s[0] != '-':
 			break loop
 		case strings.HasPrefix(s, "--"):
-			o, val, hasVal := strings.Cut(s[2:], "=")
-			value := func() arg {
-				if hasVal {
-					return arg{s: val, dyn: a.dyn, word: a.word}
-				}
-				if i+1 < len(args) {
-					i++
-					return args[i]
-				}
-				return arg{}
-			}
+			_, val, hasVal := strings.Cut(s[2:], "=") // for options that only take an inline value
+			o, value := longOpt(args, &i)
 			switch {
 			case longMatch(o, "sandbox", 2):
 				sandbox = true
@@ -2115,17 +2106,7 @@ func (c *classifier) sed(args []arg) {
 			continue
 		}
 		if strings.HasPrefix(s, "--") {
-			o, val, hasVal := strings.Cut(s[2:], "=")
-			value := func() arg {
-				if hasVal {
-					return arg{s: val, dyn: a.dyn, word: a.word}
-				}
-				if i+1 < len(args) {
-					i++
-					return args[i]
-				}
-				return arg{}
-			}
+			o, value := longOpt(args, &i)
 			switch {
 			case longMatch(o, "expression", 1):
 				scripts = append(scripts, value())
@@ -2499,17 +2480,7 @@ func (c *classifier) makeCmd(args []arg) {
 	for i := 0; i < len(args); i++ {
 		s := args[i].s
 		if strings.HasPrefix(s, "--") && len(s) > 2 {
-			o, val, hasVal := strings.Cut(s[2:], "=")
-			value := func() arg {
-				if hasVal {
-					return arg{s: val}
-				}
-				if i+1 < len(args) {
-					i++
-					return args[i]
-				}
-				return arg{}
-			}
+			o, value := longOpt(args, &i)
 			switch {
 			case longMatch(o, "eval", 2):
 				eval(value().s)
@@ -2600,14 +2571,8 @@ func (c *classifier) tar(args []arg) {
 			break
 		}
 		if strings.HasPrefix(s, "--") {
-			o, val, hasVal := strings.Cut(s[2:], "=")
-			value := func() string {
-				if !hasVal && i+1 < len(args) {
-					i++
-					return args[i].s
-				}
-				return val
-			}
+			o, optValue := longOpt(args, &i)
+			value := func() string { return optValue().s }
 			switch {
 			case longMatch(o, "to-command", 4):
 				c.execOption(value(), "tar --to-command", nil)
@@ -2864,4 +2829,22 @@ func (c *classifier) parallel(args []arg) {
 		return
 	}
 	c.nested(strings.Join(append(cmd, inputs...), " "))
+}
+
+// longOpt splits the long option args[*i] ("--name" or "--name=value") and
+// returns its name and a function giving its value: the inline value, or
+// the next argument, which the function consumes by advancing *i.
+func longOpt(args []arg, i *int) (string, func() arg) {
+	a := args[*i]
+	o, val, hasVal := strings.Cut(a.s[2:], "=")
+	return o, func() arg {
+		if hasVal {
+			return arg{s: val, dyn: a.dyn, word: a.word}
+		}
+		if *i+1 < len(args) {
+			*i++
+			return args[*i]
+		}
+		return arg{}
+	}
 }
