@@ -79,7 +79,7 @@ func TestSessionctlAttach(t *testing.T) {
 	// An approval: command, cwd and reason on screen; one key answers.
 	p.typeText("delete the victim")
 	p.keys("Enter")
-	p.waitText("you › delete the victim", "approval needed", "command rm -rf ./victim && echo removed-it", "cwd     "+cwd, "reason  ", "[o] once", "[d] deny")
+	p.waitText("you › delete the victim", "approval needed", "terminal waiting for approval: ", "command rm -rf ./victim && echo removed-it", "cwd     "+cwd, "reason  ", "[o] once", "[d] deny")
 	p.typeText("o")
 	p.waitText("approval: once", "removed-it", "↳ exit 0", "assistant › The victim is gone.", "turn completed")
 	if _, err := os.Stat(filepath.Join(cwd, "victim")); !os.IsNotExist(err) {

@@ -45,6 +45,24 @@ type (
 	retrySubmitMsg struct{}
 )
 
+// toolState says what a tool call in progress is doing: "waiting for
+// approval" or "waiting for an answer" while one of its prompts is open
+// (the command has not started), otherwise "running".
+func (m *tuiModel) toolState(toolCallID string) string {
+	for _, p := range m.prompts {
+		var pl struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
+		if json.Unmarshal(p.Payload, &pl) == nil && pl.ToolCallID != "" && pl.ToolCallID == toolCallID {
+			if p.Kind == "approval" {
+				return "waiting for approval"
+			}
+			return "waiting for an answer"
+		}
+	}
+	return "running"
+}
+
 // toolView is a tool call in progress.
 type toolView struct {
 	id, name, summary string
@@ -946,7 +964,7 @@ func (m *tuiModel) View() tea.View {
 	}
 	for _, tv := range m.tools {
 		// The command itself is the last scrollback line (tool.started).
-		lines = append(lines, fit(m.st.yellow("  ⋯ ")+m.st.dim(tv.name+" running: ")+tv.summary))
+		lines = append(lines, fit(m.st.yellow("  ⋯ ")+m.st.dim(tv.name+" "+m.toolState(tv.id)+": ")+tv.summary))
 		for _, l := range tailLines(tv.out, 6) {
 			lines = append(lines, fit(m.st.dim("  │ ")+l))
 		}
