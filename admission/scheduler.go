@@ -52,12 +52,11 @@ type run struct {
 // (Wake), never polls, and settles each turn once, from the goroutine that
 // ran it.
 type Scheduler struct {
-	q      *Queue
-	exec   Executor
-	max    int
-	hook   SettleHook
-	log    *slog.Logger
-	settle time.Duration
+	q    *Queue
+	exec Executor
+	max  int
+	hook SettleHook
+	log  *slog.Logger
 
 	claimMu    sync.Mutex // held by a scheduling pass; Stop takes it to fence claims
 	mu         sync.Mutex
@@ -70,7 +69,19 @@ type Scheduler struct {
 	runs       sync.WaitGroup
 	ctx        context.Context
 	cancel     context.CancelFunc
+	// A claim that failed on the store is retried by a timer, because
+	// nothing else may wake an idle daemon: claimRetry is the pending
+	// timer (nil if none), claimBackoff its delay, doubled per failure.
+	claimRetry   *time.Timer
+	claimBackoff time.Duration
 }
+
+// Backoff bounds of the retries after a store failure (claim and settle).
+// Variables only so that tests can shorten them.
+var (
+	retryMin = 50 * time.Millisecond
+	retryMax = 2 * time.Second
+)
 
 // NewScheduler returns a scheduler over q. max is
 // limits.max_concurrent_turns (≥ 1). hook runs inside every settle
@@ -197,24 +208,45 @@ func (s *Scheduler) schedule() {
 			switch {
 			case err == nil:
 				progressed = true
+				s.mu.Lock()
+				s.claimBackoff = 0
+				s.mu.Unlock()
 			case errors.Is(err, ErrNothingQueued), errors.Is(err, ErrUnknownExecution), errors.Is(err, ErrSessionBusy), errors.Is(err, ErrSessionNotFound):
 				// Nothing to start; the next admit, settle or resolve wakes it.
 			default:
-				// The store failed: keep the session a candidate for the
-				// next wake (the next admit or settle).
-				s.log.Error("claim failed", "session_id", id, "err", err)
+				// The store failed: keep the session a candidate and try
+				// again after a backoff, since no admit or settle may come.
 				s.mu.Lock()
 				if _, ok := s.candidates[id]; !ok {
 					s.order++
 					s.candidates[id] = s.order
 				}
+				d := s.retryClaimLocked()
 				s.mu.Unlock()
+				s.log.Error("claim failed; retrying", "session_id", id, "retry_in", d, "err", err)
 			}
 		}
 		if !progressed {
 			return
 		}
 	}
+}
+
+// retryClaimLocked arms the claim retry timer unless one is pending and
+// returns its delay: retryMin, doubling per consecutive failure up to
+// retryMax.
+func (s *Scheduler) retryClaimLocked() time.Duration {
+	if s.claimRetry != nil || s.stopping {
+		return s.claimBackoff
+	}
+	s.claimBackoff = min(max(2*s.claimBackoff, retryMin), retryMax)
+	s.claimRetry = time.AfterFunc(s.claimBackoff, func() {
+		s.mu.Lock()
+		s.claimRetry = nil
+		s.mu.Unlock()
+		s.Wake()
+	})
+	return s.claimBackoff
 }
 
 func (s *Scheduler) startLocked(a Admission) {
@@ -242,18 +274,12 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	// nobody who hears turn.completed can still answer its prompts.
 	r.cancel(errSettling)
 	// Settle with a context that survives the interrupt, so the terminal
-	// state is committed before anyone hears the turn ended. Retry while
-	// the store is unavailable: a started row must not be left behind by a
-	// live daemon.
-	var final Admission
-	var err error
-	for attempt := 0; ; attempt++ {
-		final, err = s.q.Settle(context.Background(), r.a, outcome, errText, s.hook)
-		if err == nil || !isRetryable(err) || attempt >= 50 {
-			break
-		}
-		time.Sleep(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond)
-	}
+	// state is committed before anyone hears the turn ended. Retry for as
+	// long as the store is unavailable: a live daemon must not leave a
+	// started row behind, or the session would start nothing more. Only a
+	// graceful stop that gave up waiting (Stop's ctx ended) abandons it;
+	// the row then becomes unknown at the next boot.
+	final, err := s.settle(r, outcome, errText)
 	if err != nil {
 		s.log.Error("settle failed; the admission stays started and becomes unknown at the next boot",
 			"admission_id", r.a.AdmissionID, "err", err)
@@ -277,6 +303,31 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 		}
 	}
 	s.mu.Unlock()
+}
+
+// settle settles r, retrying store failures with a backoff from retryMin
+// to retryMax until it commits, fails for good (stale, not found, illegal)
+// or the scheduler is torn down.
+func (s *Scheduler) settle(r *run, outcome Outcome, errText string) (Admission, error) {
+	backoff := retryMin
+	for attempt := 1; ; attempt++ {
+		final, err := s.q.Settle(context.Background(), r.a, outcome, errText, s.hook)
+		if err == nil || !isRetryable(err) {
+			return final, err
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			s.log.Warn("settle failed; retrying until the store recovers",
+				"admission_id", r.a.AdmissionID, "attempt", attempt, "err", err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+			return final, err
+		}
+		backoff = min(2*backoff, retryMax)
+	}
 }
 
 func isRetryable(err error) bool {
@@ -335,6 +386,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	s.mu.Lock()
+	if s.claimRetry != nil {
+		s.claimRetry.Stop()
+		s.claimRetry = nil
+	}
+	s.mu.Unlock()
 	if s.cancel != nil {
 		s.cancel()
 		<-s.loopDone
