@@ -139,6 +139,13 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("state.db: journal_mode is %q, want wal (is the file on a filesystem without shared memory?)", mode))
 	}
+	if err := db.probeWritable(ctx); err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY {
+			return fail(fmt.Errorf("%s cannot be written (read-only file or file system, immutable flag, or no permission): %w", abs, err))
+		}
+		return fail(fmt.Errorf("%s: write check: %w", abs, err))
+	}
 	if err := db.migrate(ctx); err != nil {
 		return fail(err)
 	}
@@ -246,6 +253,26 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// probeWritable makes a database that cannot be written fail Open, naming
+// the file, rather than the first write after start. SQLite opens a file it
+// may not write (mode, chattr +i, read-only mount) read-only without saying
+// so, and reads keep working. The probe rewrites PRAGMA user_version with its
+// own value in a transaction that is rolled back: nothing reaches the disk,
+// so a full disk passes (it is reported by the write that needs the space).
+func (db *DB) probeWritable(ctx context.Context) error {
+	tx, err := db.w.BeginTxx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		return Classify(err)
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.GetContext(ctx, &v, "PRAGMA user_version"); err != nil {
+		return Classify(err)
+	}
+	_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
+	return Classify(err)
 }
 
 // SchemaVersion returns PRAGMA user_version, the last applied migration.

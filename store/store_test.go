@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -228,6 +231,149 @@ func TestDiskFullIsUnavailableAndRecovers(t *testing.T) {
 	setMax(1073741823)
 	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, big) }); err != nil {
 		t.Fatalf("after space came back: %v", err)
+	}
+}
+
+// Immutable inode flag (chattr +i): even root cannot write such a file, also
+// through descriptors opened before the flag was set.
+const fsImmutableFL = 0x10 // FS_IMMUTABLE_FL
+
+// fsIoc encodes FS_IOC_GETFLAGS (dir 2, nr 1) and FS_IOC_SETFLAGS (dir 1,
+// nr 2): _IOR/_IOW('f', nr, long) in the generic Linux encoding.
+func fsIoc(dir, nr uintptr) uintptr { return dir<<30 | unsafe.Sizeof(uintptr(0))<<16 | 'f'<<8 | nr }
+
+// setImmutable sets or clears the immutable flag of path; the error says why
+// it cannot (file system or platform without the ioctl, no
+// CAP_LINUX_IMMUTABLE).
+func setImmutable(path string, on bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var flags int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), fsIoc(2, 1), uintptr(unsafe.Pointer(&flags))); e != 0 {
+		return fmt.Errorf("FS_IOC_GETFLAGS %s: %w", path, e)
+	}
+	if on {
+		flags |= fsImmutableFL
+	} else {
+		flags &^= fsImmutableFL
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), fsIoc(1, 2), uintptr(unsafe.Pointer(&flags))); e != 0 {
+		return fmt.Errorf("FS_IOC_SETFLAGS %s: %w", path, e)
+	}
+	return nil
+}
+
+// makeImmutable sets the flag on path for the rest of the test, skipping
+// the test when that is impossible here. The flag is cleared at cleanup (an
+// immutable file cannot be removed with the temporary directory).
+func makeImmutable(t *testing.T, path string) {
+	t.Helper()
+	if err := setImmutable(path, true); err != nil {
+		t.Skipf("cannot set the immutable flag on %s (file system or platform without FS_IOC_SETFLAGS, or no CAP_LINUX_IMMUTABLE): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := setImmutable(path, false); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("clearing the immutable flag of %s: %v", path, err)
+		}
+	})
+}
+
+func TestOpenReadOnlyFileFailsNamingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.InTx(context.Background(), func(tx *Tx) error { return insertPattern(tx, "kept") }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(path, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		makeImmutable(t, path) // root ignores file modes
+	}
+	// SQLite silently falls back to a read-only open; Open must say so
+	// rather than the first write after start.
+	db, err = Open(context.Background(), path, Options{})
+	if err == nil {
+		db.Close()
+		t.Fatal("Open of a read-only state.db succeeded")
+	}
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "readonly") {
+		t.Fatalf("err = %v, want ErrUnavailable naming %s and saying read-only", err, path)
+	}
+}
+
+// A write lock held by another process at start is reported as such, not as
+// a read-only file.
+func TestOpenWhileLockedIsNotReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	other, err := sql.Open("sqlite", DSN(path, true, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hold, err := other.Begin() // BEGIN IMMEDIATE
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback()
+	db, err = Open(context.Background(), path, Options{BusyTimeout: 50 * time.Millisecond})
+	if err == nil {
+		db.Close()
+		t.Fatal("Open succeeded while another connection held the write lock")
+	}
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "cannot be written") {
+		t.Fatalf("err = %v, want ErrUnavailable naming %s as locked, not read-only", err, path)
+	}
+}
+
+// An I/O error (here: the WAL turned immutable under the open writer, so
+// pwrite fails with EPERM) fails the transaction as ErrUnavailable with
+// nothing committed, and the same store works again once it clears.
+func TestIOErrorIsUnavailableAndRecovers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "before") }); err != nil {
+		t.Fatal(err)
+	}
+	wal := path + "-wal"
+	makeImmutable(t, wal)
+	for i := range 3 {
+		err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprint("during", i)) })
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("write %d to an immutable WAL: err = %v, want ErrUnavailable", i, err)
+		}
+	}
+	if n := countPatterns(t, db); n != 1 {
+		t.Fatalf("rows = %d after failed commits, want 1", n)
+	}
+	if err := setImmutable(wal, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprint("after", i)) }); err != nil {
+			t.Fatalf("write %d after the WAL became writable again: %v", i, err)
+		}
+	}
+	if n := countPatterns(t, db); n != 4 {
+		t.Fatalf("rows = %d, want 4", n)
 	}
 }
 
