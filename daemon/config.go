@@ -23,6 +23,7 @@ type Config struct {
 	Agent     AgentConfig     `yaml:"agent"`
 	Terminal  TerminalConfig  `yaml:"terminal"`
 	Limits    LimitsConfig    `yaml:"limits"`
+	Storage   StorageConfig   `yaml:"storage"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
@@ -62,6 +63,14 @@ type TerminalConfig struct {
 	OutputLimit int    `yaml:"output_limit"` // bytes kept per command result; default 50000
 }
 
+// StorageConfig tunes state.db.
+type StorageConfig struct {
+	// BusyTimeout is SQLite's busy timeout in milliseconds: how long a
+	// write waits for a lock held by another process before the request
+	// fails with storage_unavailable. Default 5000.
+	BusyTimeout int `yaml:"busy_timeout"`
+}
+
 // LimitsConfig bounds the daemon's resources.
 type LimitsConfig struct {
 	MaxConcurrentTurns  int   `yaml:"max_concurrent_turns"`   // default 8
@@ -83,6 +92,7 @@ func DefaultConfig() Config {
 		Terminal:  TerminalConfig{Timeout: 180, OutputLimit: 50000},
 		Limits: LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024,
 			MaxConnections: 4096, MaxInputBytes: 1 << 20, MaxQueuedPerSession: 1000},
+		Storage: StorageConfig{BusyTimeout: 5000},
 	}
 }
 
@@ -198,6 +208,7 @@ func (c *Config) Validate() error {
 		"limits.send_queue": int64(c.Limits.SendQueue), "model.connect_timeout": int64(c.Model.ConnectTimeout),
 		"model.idle_timeout": int64(c.Model.IdleTimeout), "limits.max_connections": int64(c.Limits.MaxConnections),
 		"limits.max_input_bytes": int64(c.Limits.MaxInputBytes), "limits.max_queued_per_session": int64(c.Limits.MaxQueuedPerSession),
+		"storage.busy_timeout": int64(c.Storage.BusyTimeout),
 	}
 	for k, v := range positive {
 		if v <= 0 {

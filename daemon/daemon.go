@@ -101,7 +101,8 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if f, err := os.OpenFile(filepath.Join(opt.Home, StateFile), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		f.Close()
 	}
-	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile), store.Options{})
+	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
+		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", StateFile, err)
 	}

@@ -626,14 +626,14 @@ func (h *ftLockHolder) release(t *testing.T) {
 }
 
 // TestFaultWriteLockHeld: another process holds state.db's write lock
-// longer than busy_timeout (5 s, the store's default). prompt.submit waits
-// that long, then is refused with storage_unavailable and nothing is
-// stored; reads are not blocked. Once the lock is released the same daemon
-// admits the input.
+// longer than busy_timeout (storage.busy_timeout, 500 ms here).
+// prompt.submit waits that long, then is refused with storage_unavailable
+// and nothing is stored; reads are not blocked. Once the lock is released
+// the same daemon admits the input.
 func TestFaultWriteLockHeld(t *testing.T) {
 	t.Parallel()
 	m := fixtures.NewFakeModel(t)
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: ftStartConfig(m)})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "storage: {busy_timeout: 500}")})
 	pid := d.PID()
 	c := d.Dial(t)
 	s := createSession(t, c, map[string]any{})
@@ -650,8 +650,8 @@ func TestFaultWriteLockHeld(t *testing.T) {
 	if !strings.Contains(msg, "locked") && !strings.Contains(msg, "busy") {
 		t.Errorf("the refusal %q does not say the database is locked", msg)
 	}
-	if took < 4*time.Second {
-		t.Errorf("refused after %v: the daemon did not wait for busy_timeout (5 s)", took)
+	if took < 400*time.Millisecond {
+		t.Errorf("refused after %v: the daemon did not wait for storage.busy_timeout (500 ms)", took)
 	}
 	t.Logf("refused after %v", took.Round(time.Millisecond))
 	// WAL readers are not blocked by a writer.
