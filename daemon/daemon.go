@@ -104,7 +104,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
 		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", StateFile, err)
+		return nil, fmt.Errorf("open %s: %w%s", filepath.Join(opt.Home, StateFile), err, diskFullHint(opt.Home))
 	}
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.hub.publish)

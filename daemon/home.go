@@ -176,3 +176,18 @@ func RemoveDescriptor(home string, pid int) error {
 	}
 	return err
 }
+
+// diskFullHint returns "; the file system of DIR has only N bytes free"
+// when dir's file system has less than 1 MiB available, else "". SQLite
+// reports a full disk met while opening (recovering the WAL, creating the
+// shared-memory file) as a plain disk I/O error; this says why.
+func diskFullHint(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return ""
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < 1<<20 {
+		return fmt.Sprintf("; the file system of %s has only %d bytes free", dir, free)
+	}
+	return ""
+}
