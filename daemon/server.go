@@ -38,7 +38,22 @@ func (d *Daemon) httpHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket) and GET /healthz", http.StatusNotFound)
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every plain HTTP answer (a refusal, /healthz, a 404) ends its
+		// connection: without the token a client gets its answer and
+		// nothing more, and cannot pin the daemon's descriptors by
+		// keeping refused connections alive. A WebSocket upgrade replaces
+		// this header with "Connection: Upgrade".
+		w.Header().Set("Connection", "close")
+		// The Host check guards every path and method, not only GET /rpc
+		// and GET /healthz: a page whose name was rebound to 127.0.0.1
+		// must not learn, from a 404, that sessiond listens on this port.
+		if !d.hostAllowed(r.Host) {
+			http.Error(w, "forbidden host", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // hostAllowed is the anti DNS-rebinding check: the Host header must name a
