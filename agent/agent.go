@@ -83,6 +83,9 @@ type Config struct {
 	MaxIterations   int // model calls per turn
 	TerminalTimeout time.Duration
 	OutputLimit     int // bytes of terminal output kept
+	// EnvExclude: environment variable name patterns withheld from terminal
+	// commands (tools.TerminalOptions.EnvExclude).
+	EnvExclude []string
 }
 
 // Runner runs turns.
@@ -339,7 +342,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	}
 	ev.Ran = true
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
-		OutputLimit: r.Config.OutputLimit, OnOutput: func(chunk string) {
+		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, OnOutput: func(chunk string) {
 			r.Journal.Delta(t, "tool.output", map[string]string{"tool_call_id": c.ID, "text": chunk})
 		}})
 	if ctx.Err() != nil {

@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
+	"github.com/sessiond/sessiond/tools"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -61,6 +63,10 @@ type TerminalConfig struct {
 	Cwd         string `yaml:"cwd"`          // default cwd of session.create when none is given
 	Timeout     int    `yaml:"timeout"`      // seconds per command; default 180
 	OutputLimit int    `yaml:"output_limit"` // bytes kept per command result; default 50000
+	// EnvExclude lists glob patterns (case-insensitive) of environment
+	// variables withheld from commands; default tools.DefaultEnvExclude
+	// (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*); [] passes all.
+	EnvExclude []string `yaml:"env_exclude"`
 }
 
 // StorageConfig tunes state.db.
@@ -89,7 +95,7 @@ func DefaultConfig() Config {
 		Model:     ModelConfig{Provider: "openai", ConnectTimeout: 30, IdleTimeout: 120},
 		Approvals: ApprovalsConfig{Mode: "manual", Timeout: 120},
 		Agent:     AgentConfig{ClarifyTimeout: 120, MaxIterations: 50},
-		Terminal:  TerminalConfig{Timeout: 180, OutputLimit: 50000},
+		Terminal:  TerminalConfig{Timeout: 180, OutputLimit: 50000, EnvExclude: slices.Clone(tools.DefaultEnvExclude)},
 		Limits: LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024,
 			MaxConnections: 4096, MaxInputBytes: 1 << 20, MaxQueuedPerSession: 1000},
 		Storage: StorageConfig{BusyTimeout: 5000},

@@ -139,7 +139,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
+	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	tok := make([]byte, 32)
 	if _, err := rand.Read(tok); err != nil {

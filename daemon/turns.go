@@ -33,6 +33,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			MaxIterations:   d.cfg.Agent.MaxIterations,
 			TerminalTimeout: time.Duration(d.cfg.Terminal.Timeout) * time.Second,
 			OutputLimit:     d.cfg.Terminal.OutputLimit,
+			EnvExclude:      d.cfg.Terminal.EnvExclude,
 		},
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,

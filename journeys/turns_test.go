@@ -812,3 +812,30 @@ func TestRepeatedToolCallIDsStayPaired(t *testing.T) {
 		t.Fatalf("tool results the model saw: %q", outs)
 	}
 }
+
+// TestToolEnvWithholdsSecrets: a terminal command does not see the
+// daemon's model API key (or other credential-like variables), so a model
+// cannot read it with `env`; ordinary variables pass.
+func TestToolEnvWithholdsSecrets(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	m.On("show env",
+		fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{trTerm("e1", "env")}},
+		fixtures.Reply{Text: "done"})
+	const secret = "sk-journey-secret-0123456789"
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, ""),
+		Env: []string{"OPENAI_API_KEY=" + secret, "MY_SERVICE_TOKEN=" + secret, "SESSIOND_JOURNEY_VISIBLE=yes"}})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{})
+	resume(t, c, s.SessionID)
+	r := submit(t, c, s.SessionID, "env", "show env")
+	if out, errText := trTurnEnd(t, c, r.AdmissionID); out != "completed" {
+		t.Fatalf("outcome %s (%s)", out, errText)
+	}
+	out, _ := trToolResult(t, m, "show env", "e1")["output"].(string)
+	if !strings.Contains(out, "SESSIOND_JOURNEY_VISIBLE=yes") {
+		t.Fatalf("env output lacks an ordinary variable:\n%s", out)
+	}
+	if strings.Contains(out, secret) || strings.Contains(out, "OPENAI_API_KEY") {
+		t.Fatalf("a terminal command saw a secret:\n%s", out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,37 @@ var nonInteractiveEnv = []string{
 	"GIT_PAGER=cat",
 	"PAGER=cat",
 	"DEBIAN_FRONTEND=noninteractive",
+}
+
+// DefaultEnvExclude is the default of terminal.env_exclude: variables whose
+// names look like credentials are not passed to terminal commands, so a
+// model cannot read the daemon's model API key (or the user's other
+// secrets) with a harmless-looking `env`.
+var DefaultEnvExclude = []string{"*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*"}
+
+// commandEnv returns environ ("NAME=value" entries) without the variables
+// whose names match one of the exclude patterns (path.Match globs, compared
+// case-insensitively), followed by nonInteractiveEnv. A malformed pattern
+// matches nothing.
+func commandEnv(environ, exclude []string) []string {
+	env := make([]string, 0, len(environ)+len(nonInteractiveEnv))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !envExcluded(name, exclude) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, nonInteractiveEnv...)
+}
+
+func envExcluded(name string, exclude []string) bool {
+	upper := strings.ToUpper(name)
+	for _, p := range exclude {
+		if ok, _ := path.Match(strings.ToUpper(p), upper); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // TerminalArgs are the model's arguments to the terminal tool (PROTOCOL §7).
@@ -76,6 +108,11 @@ type TerminalOptions struct {
 	// OutputLimit caps Output in bytes (head and tail kept, marker and notes
 	// excluded); zero or negative means DefaultOutputLimit.
 	OutputLimit int
+	// EnvExclude lists glob patterns (path.Match, case-insensitive) of
+	// environment variable names not passed to the command; nil passes the
+	// daemon's whole environment. The daemon uses terminal.env_exclude
+	// (default DefaultEnvExclude).
+	EnvExclude []string
 	// OnOutput, if not nil, receives the output as it arrives, in valid
 	// UTF-8 chunks, for live display. It is called from another goroutine,
 	// one call at a time, and never after RunTerminal returns. It should
@@ -91,7 +128,8 @@ var errTimedOut = errors.New("terminal command timed out")
 // RunTerminal runs "/bin/sh -c command" in opt.Cwd, in its own process
 // group, with stdin from /dev/null and a non-interactive environment
 // (GIT_EDITOR=true, GIT_TERMINAL_PROMPT=0, PAGER=cat, GIT_PAGER=cat,
-// DEBIAN_FRONTEND=noninteractive on top of the daemon's environment).
+// DEBIAN_FRONTEND=noninteractive on top of the daemon's environment less
+// the variables matching opt.EnvExclude).
 //
 // When the shell exits, whatever it left running in its process group is
 // killed. When the timeout expires the whole group is killed with SIGKILL
@@ -130,7 +168,7 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 
 	cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
 	cmd.Dir = opt.Cwd
-	cmd.Env = append(os.Environ(), nonInteractiveEnv...)
+	cmd.Env = commandEnv(os.Environ(), opt.EnvExclude)
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw
 	cmd.Stderr = pw

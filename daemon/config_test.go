@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sessiond/sessiond/tools"
+)
+
+// TestConfigEnvExclude: terminal.env_exclude defaults to
+// tools.DefaultEnvExclude; a list replaces it, [] withholds nothing.
+func TestConfigEnvExclude(t *testing.T) {
+	load := func(yaml string) Config {
+		t.Helper()
+		cfg, _, err := LoadConfig(writeTemp(t, yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := load("").Terminal.EnvExclude; !slices.Equal(got, tools.DefaultEnvExclude) {
+		t.Fatalf("default: %q", got)
+	}
+	if got := load("terminal: {env_exclude: [MY_*]}").Terminal.EnvExclude; !slices.Equal(got, []string{"MY_*"}) {
+		t.Fatalf("a list replaces the default: %q", got)
+	}
+	if got := load("terminal: {env_exclude: []}").Terminal.EnvExclude; len(got) != 0 {
+		t.Fatalf("[] withholds nothing: %q", got)
+	}
+	if _, _, err := LoadConfig(writeTemp(t, "terminal: {env_exclude: 3}")); err == nil {
+		t.Fatal("a number for env_exclude was accepted")
+	}
+}
+
+func writeTemp(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
