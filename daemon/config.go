@@ -75,6 +75,9 @@ type StorageConfig struct {
 	// write waits for a lock held by another process before the request
 	// fails with storage_unavailable. Default 5000.
 	BusyTimeout int `yaml:"busy_timeout"`
+	// CheckpointInterval is how often, in seconds, a passive WAL checkpoint
+	// checks that state.db can be written (daemon.info storage). Default 30.
+	CheckpointInterval int `yaml:"checkpoint_interval"`
 }
 
 // LimitsConfig bounds the daemon's resources.
@@ -98,7 +101,7 @@ func DefaultConfig() Config {
 		Terminal:  TerminalConfig{Timeout: 180, OutputLimit: 50000, EnvExclude: slices.Clone(tools.DefaultEnvExclude)},
 		Limits: LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024,
 			MaxConnections: 4096, MaxInputBytes: 1 << 20, MaxQueuedPerSession: 1000},
-		Storage: StorageConfig{BusyTimeout: 5000},
+		Storage: StorageConfig{BusyTimeout: 5000, CheckpointInterval: 30},
 	}
 }
 
@@ -214,7 +217,7 @@ func (c *Config) Validate() error {
 		"limits.send_queue": int64(c.Limits.SendQueue), "model.connect_timeout": int64(c.Model.ConnectTimeout),
 		"model.idle_timeout": int64(c.Model.IdleTimeout), "limits.max_connections": int64(c.Limits.MaxConnections),
 		"limits.max_input_bytes": int64(c.Limits.MaxInputBytes), "limits.max_queued_per_session": int64(c.Limits.MaxQueuedPerSession),
-		"storage.busy_timeout": int64(c.Storage.BusyTimeout),
+		"storage.busy_timeout": int64(c.Storage.BusyTimeout), "storage.checkpoint_interval": int64(c.Storage.CheckpointInterval),
 	}
 	for k, v := range positive {
 		if v <= 0 {

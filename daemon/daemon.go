@@ -102,7 +102,8 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		f.Close()
 	}
 	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
-		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond})
+		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
+			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w%s", filepath.Join(opt.Home, StateFile), err, diskFullHint(opt.Home))
 	}

@@ -95,8 +95,15 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	if err := d.db.Get(ctx, &n, `SELECT count(*) FROM sessions`); err != nil {
 		return nil, wireErr(err)
 	}
-	return rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
-		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: n, RunningTurns: d.sched.RunningCount()}, nil
+	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
+		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: n, RunningTurns: d.sched.RunningCount()}
+	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
+		info.Storage = rpc.StorageInfo{WALBytes: st.WALBytes, LastCheckpointAt: store.FormatTime(st.At)}
+		if st.Err != nil {
+			info.Storage.CheckpointError = st.Err.Error()
+		}
+	}
+	return info, nil
 }
 
 func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {

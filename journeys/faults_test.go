@@ -712,7 +712,7 @@ func TestFaultReadOnlyDatabaseAndWAL(t *testing.T) {
 func TestFaultReadOnlyDatabaseFileOnly(t *testing.T) {
 	t.Parallel()
 	m := fixtures.NewFakeModel(t)
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: ftStartConfig(m)})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "storage: {checkpoint_interval: 1}")})
 	c := d.Dial(t)
 	s := createSession(t, c, map[string]any{})
 	resume(t, c, s.SessionID)
@@ -724,6 +724,23 @@ func TestFaultReadOnlyDatabaseFileOnly(t *testing.T) {
 	r := ftComplete(t, c, s.SessionID, "wal-only", text)
 	if r.Duplicate || r.Status != "queued" && r.Status != "started" {
 		t.Fatalf("receipt %+v", r)
+	}
+	// Nothing is refused, but the operator is told: the periodic
+	// checkpoint fails, daemon.info says so and the log names the file.
+	var info struct {
+		Storage struct {
+			WALBytes        int64  `json:"wal_bytes"`
+			CheckpointError string `json:"checkpoint_error"`
+		} `json:"storage"`
+	}
+	fixtures.Eventually(t, 20*time.Second, "daemon.info to report the failing checkpoint", func() bool {
+		if err := c.Call(ctxT(t), "daemon.info", nil, &info); err != nil {
+			t.Fatalf("daemon.info: %v", err)
+		}
+		return info.Storage.CheckpointError != ""
+	})
+	if info.Storage.WALBytes == 0 || !strings.Contains(d.Stderr(), "state.db cannot be written") || !strings.Contains(d.Stderr(), dbFile) {
+		t.Fatalf("daemon.info storage %+v; stderr:\n%s", info.Storage, d.Stderr())
 	}
 	if n := len(m.RequestsWithLastUser(text)); n != 1 {
 		t.Fatalf("the model got the input %d times, want 1", n)

@@ -99,6 +99,19 @@ type DaemonInfo struct {
 	Home         string `json:"home"`
 	Sessions     int64  `json:"sessions"`
 	RunningTurns int    `json:"running_turns"`
+	// Storage is the state of state.db's WAL as of the last periodic
+	// checkpoint (docs/protocol.md Part 2, section F).
+	Storage StorageInfo `json:"storage"`
+}
+
+// StorageInfo is daemon.info's storage member. WALBytes is the size of
+// state.db-wal at the last checkpoint (RFC 3339 LastCheckpointAt, empty
+// before the first); CheckpointError is set while checkpoints fail (state.db
+// cannot be written: commits still land durably in the WAL, which grows).
+type StorageInfo struct {
+	WALBytes         int64  `json:"wal_bytes"`
+	LastCheckpointAt string `json:"last_checkpoint_at,omitempty"`
+	CheckpointError  string `json:"checkpoint_error,omitempty"`
 }
 
 // SessionCreateParams are the params of session.create. Toolsets nil means

@@ -6,7 +6,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -38,6 +40,26 @@ type Options struct {
 	// MaxBatch bounds how many queued write transactions one group commit
 	// takes. Default 256.
 	MaxBatch int
+	// CheckpointInterval is how often the committer, between batches, runs
+	// a passive WAL checkpoint to notice that state.db cannot be written:
+	// SQLite's automatic checkpoints after commits fail silently, commits
+	// keep landing (durably) in state.db-wal, and the WAL grows. Default 30s.
+	CheckpointInterval time.Duration
+	// Logger receives the checkpoint failures and recoveries. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// CheckpointStatus is the outcome of the last periodic passive checkpoint
+// (see Options.CheckpointInterval). At is zero before the first one.
+// WALBytes is the size of state.db-wal after it; WALFrames (pages in the
+// WAL) and Checkpointed (how many of them are in state.db) are known only
+// when it succeeded. Err is nil or wraps ErrUnavailable.
+type CheckpointStatus struct {
+	At                      time.Time
+	WALBytes                int64
+	WALFrames, Checkpointed int
+	Err                     error
 }
 
 func (o *Options) defaults() {
@@ -52,6 +74,12 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 }
 
@@ -77,6 +105,9 @@ type DB struct {
 	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
 	txs     atomic.Int64
+
+	ckpt    atomic.Pointer[CheckpointStatus]
+	ckptNow chan chan CheckpointStatus // Checkpoint's requests to the committer
 }
 
 // DSN returns the modernc.org/sqlite data source name for path with the
@@ -121,7 +152,8 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	db := &DB{path: abs, opt: opt, w: w,
-		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
+		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{}),
+		ckptNow: make(chan chan CheckpointStatus)}
 	fail := func(err error) (*DB, error) {
 		if db.wconn != nil {
 			db.wconn.Close()
@@ -399,10 +431,18 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 func (db *DB) commitLoop() {
 	defer close(db.stopped)
 	batch := make([]*txRequest, 0, db.opt.MaxBatch)
+	tick := time.NewTicker(db.opt.CheckpointInterval)
+	defer tick.Stop()
 	for {
 		var first *txRequest
 		select {
 		case first = <-db.reqs:
+		case <-tick.C:
+			db.checkpoint()
+			continue
+		case reply := <-db.ckptNow:
+			reply <- db.checkpoint()
+			continue
 		case <-db.stop:
 			// Drain what was queued before Close so no caller hangs.
 			for {
@@ -512,6 +552,56 @@ func (db *DB) runBatch(batch []*txRequest) {
 		}
 		r.done <- results[i]
 	}
+}
+
+// checkpoint runs PRAGMA wal_checkpoint(PASSIVE) on the writer connection
+// (from the committer, between batches), records the outcome and logs a
+// failure when it starts and the recovery when it ends.
+func (db *DB) checkpoint() CheckpointStatus {
+	st := CheckpointStatus{At: time.Now()}
+	var busy int
+	err := db.wconn.QueryRowxContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &st.WALFrames, &st.Checkpointed)
+	if err != nil {
+		st.Err = Classify(fmt.Errorf("wal checkpoint: %w", err))
+	}
+	if fi, err := os.Stat(db.path + "-wal"); err == nil {
+		st.WALBytes = fi.Size()
+	}
+	prev := db.ckpt.Swap(&st)
+	switch failing := prev != nil && prev.Err != nil; {
+	case st.Err != nil && !failing:
+		db.opt.Logger.Error("state.db cannot be written: WAL checkpoints fail; commits still land in the WAL, which grows until this is fixed",
+			"path", db.path, "wal_bytes", st.WALBytes, "err", st.Err)
+	case st.Err == nil && failing:
+		db.opt.Logger.Info("state.db is writable again: WAL checkpoints work", "path", db.path,
+			"wal_frames", st.WALFrames, "checkpointed", st.Checkpointed)
+	}
+	return st
+}
+
+// Checkpoint runs a passive WAL checkpoint now, between group commits, and
+// returns its outcome; the committer also runs one every
+// Options.CheckpointInterval. It returns ErrClosed after Close.
+func (db *DB) Checkpoint(ctx context.Context) (CheckpointStatus, error) {
+	reply := make(chan CheckpointStatus, 1)
+	select {
+	case db.ckptNow <- reply:
+	case <-db.stopped:
+		return CheckpointStatus{}, ErrClosed
+	case <-ctx.Done():
+		return CheckpointStatus{}, ctx.Err()
+	}
+	st := <-reply
+	return st, st.Err
+}
+
+// LastCheckpoint returns the outcome of the last checkpoint (zero before
+// the first, CheckpointInterval after Open).
+func (db *DB) LastCheckpoint() CheckpointStatus {
+	if st := db.ckpt.Load(); st != nil {
+		return *st
+	}
+	return CheckpointStatus{}
 }
 
 func callTx(fn func(*Tx) error, t *Tx) (res txResult) {

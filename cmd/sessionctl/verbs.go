@@ -52,6 +52,9 @@ func (a *app) statusCommand() *cobra.Command {
 		fmt.Fprintf(tw, "started\t%s (boot epoch %d)\n", info.StartedAt, info.BootEpoch)
 		fmt.Fprintf(tw, "sessions\t%d\n", info.Sessions)
 		fmt.Fprintf(tw, "running turns\t%d\n", info.RunningTurns)
+		if info.Storage.CheckpointError != "" {
+			fmt.Fprintf(tw, "storage\tWARNING: %s (state.db-wal holds %d bytes not yet in state.db)\n", info.Storage.CheckpointError, info.Storage.WALBytes)
+		}
 		return tw.Flush()
 	})
 	return cmd
