@@ -352,7 +352,9 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			}
 			answer, _ = json.Marshal(map[string]string{"choice": p.Choice})
 		default:
-			if len(p.Answer) == 0 {
+			// A null answer is no answer: it would resolve the prompt
+			// with an empty reply the user never gave.
+			if len(p.Answer) == 0 || string(p.Answer) == "null" {
 				return nil, rpc.InvalidParams("answer", "required: a string or a list of strings")
 			}
 			var s string

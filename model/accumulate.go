@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 )
@@ -43,6 +44,7 @@ func (a *accumulator) add(chunk *openai.ChatCompletionChunk, onDelta func(string
 			if text == "" {
 				continue
 			}
+			text = validUTF8(text)
 			a.content.WriteString(text)
 			if onDelta != nil {
 				onDelta(text)
@@ -52,12 +54,13 @@ func (a *accumulator) add(chunk *openai.ChatCompletionChunk, onDelta func(string
 			a.addToolDelta(&ch.Delta.ToolCalls[j])
 		}
 		if ch.FinishReason != "" {
-			a.finish = ch.FinishReason
+			a.finish = validUTF8(ch.FinishReason)
 		}
 	}
 }
 
 func (a *accumulator) addToolDelta(d *openai.ChatCompletionChunkChoiceDeltaToolCall) {
+	d.ID, d.Function.Name, d.Function.Arguments = validUTF8(d.ID), validUTF8(d.Function.Name), validUTF8(d.Function.Arguments)
 	hasIndex := d.JSON.Index.Valid()
 	var cur *ToolCall
 	if hasIndex {
@@ -111,6 +114,18 @@ func (a *accumulator) response() *Response {
 		}
 	}
 	return r
+}
+
+// validUTF8 replaces each invalid UTF-8 sequence in s with U+FFFD. The
+// chunk decoder passes raw bytes of JSON strings through unchecked; text
+// that is not UTF-8 would be stored, shown and sent back to the model
+// differently (encoding/json replaces it on marshal, a server may refuse
+// the next request), so it is made valid once, here.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // newCallID makes an id for a tool call the server sent without one, so the

@@ -104,21 +104,24 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
-// capBody trims s to at most MaxErrorBody bytes without splitting a UTF-8
-// sequence, and replaces invalid UTF-8.
+// capBody replaces invalid UTF-8 in b with U+FFFD and trims the result to
+// at most MaxErrorBody bytes without splitting a UTF-8 sequence.
 func capBody(b []byte) string {
-	if len(b) > MaxErrorBody {
-		b = b[:MaxErrorBody]
+	// Replace first: each invalid byte becomes a 3-byte U+FFFD, so cutting
+	// first could exceed MaxErrorBody.
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if len(s) > MaxErrorBody {
+		s = s[:MaxErrorBody]
 		// Drop a trailing partial rune.
-		for i := 0; i < utf8.UTFMax && len(b) > 0; i++ {
-			r, size := utf8.DecodeLastRune(b)
+		for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {
+			r, size := utf8.DecodeLastRuneInString(s)
 			if r != utf8.RuneError || size != 1 {
 				break
 			}
-			b = b[:len(b)-1]
+			s = s[:len(s)-1]
 		}
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	return s
 }
 
 // serverMessage extracts a human message from a server body: the

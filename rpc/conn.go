@@ -38,6 +38,13 @@ func (m *Mux) Handle(method string, h Handler) {
 	m.handlers[method] = h
 }
 
+// Handler returns the handler registered for method and whether there is
+// one; the dispatcher routes requests with the same lookup.
+func (m *Mux) Handler(method string) (Handler, bool) {
+	h, ok := m.handlers[method]
+	return h, ok
+}
+
 // Methods lists the registered method names.
 func (m *Mux) Methods() []string {
 	out := make([]string, 0, len(m.handlers))
@@ -111,9 +118,18 @@ var errSlow = errors.New("client too slow: send queue full")
 // daemon's context (not the HTTP request's): cancelling it ends the
 // connection.
 func NewConn(ctx context.Context, ws *websocket.Conn, mux *Mux, opt Options) *Conn {
+	c := newConn(ctx, mux, opt)
+	c.ws = ws
+	ws.SetReadLimit(c.opt.MaxMessageBytes)
+	return c
+}
+
+// newConn builds a Conn without its WebSocket: everything but Serve and
+// the writer works, so tests and fuzz targets can feed frames to
+// handleFrame and read the queued replies from c.out.
+func newConn(ctx context.Context, mux *Mux, opt Options) *Conn {
 	opt.defaults()
-	ws.SetReadLimit(opt.MaxMessageBytes)
-	c := &Conn{ws: ws, mux: mux, opt: opt,
+	c := &Conn{mux: mux, opt: opt,
 		out:      make(chan []byte, opt.SendQueue+opt.MaxInFlight),
 		inflight: make(chan struct{}, opt.MaxInFlight)}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
@@ -203,44 +219,53 @@ func (c *Conn) readLoop() {
 			}
 			return
 		}
-		if typ != websocket.MessageText {
-			c.replyError(nil, Errorf(ReasonInvalidRequest, "binary frames are not supported; send one JSON-RPC message per text frame"))
-			continue
-		}
-		if !utf8.Valid(data) {
-			// RFC 6455 requires text frames to be UTF-8; decoding would
-			// silently turn invalid bytes into U+FFFD and merge inputs.
-			c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid UTF-8"))
-			continue
-		}
-		c.dispatch(data)
+		c.handleFrame(typ, data)
 	}
 }
 
-// wireRequest is an incoming message; presence of fields is tracked with
-// RawMessage so that "id": null and a missing id differ.
-type wireRequest struct {
-	JSONRPC json.RawMessage `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Params  json.RawMessage `json:"params"`
+// handleFrame decodes one received frame and routes it: a malformed frame
+// is answered with an error (id null when the id cannot be known), a
+// request runs its handler in its own goroutine (tracked by c.handlers) and
+// is answered once, a notification runs without an answer. Replies are
+// queued on c.out; handleFrame never blocks on the handler.
+func (c *Conn) handleFrame(typ websocket.MessageType, data []byte) {
+	if typ != websocket.MessageText {
+		c.replyError(nil, Errorf(ReasonInvalidRequest, "binary frames are not supported; send one JSON-RPC message per text frame"))
+		return
+	}
+	if !utf8.Valid(data) {
+		// RFC 6455 requires text frames to be UTF-8; decoding would
+		// silently turn invalid bytes into U+FFFD and merge inputs.
+		c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid UTF-8"))
+		return
+	}
+	c.dispatch(data)
 }
 
+// jsonSpace is the whitespace RFC 8259 allows around a JSON value; other
+// Unicode spaces (U+00A0, U+0085, …) make a frame invalid JSON.
+const jsonSpace = " \t\r\n"
+
 func (c *Conn) dispatch(data []byte) {
-	trimmed := bytes.TrimSpace(data)
-	if !json.Valid(trimmed) {
+	if !json.Valid(data) {
 		c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid JSON"))
 		return
 	}
-	if len(trimmed) > 0 && trimmed[0] == '[' {
+	trimmed := bytes.Trim(data, jsonSpace)
+	if trimmed[0] == '[' {
 		c.replyError(nil, Errorf(ReasonInvalidRequest, "batch requests are not supported; send one message per frame"))
 		return
 	}
-	var req wireRequest
-	if err := json.Unmarshal(trimmed, &req); err != nil {
+	// Member names are matched exactly (encoding/json would match struct
+	// fields case-insensitively and take "ID" for "id"), and presence is
+	// tracked so that "id": null and a missing id differ.
+	var members map[string]json.RawMessage
+	if trimmed[0] != '{' || json.Unmarshal(trimmed, &members) != nil {
 		c.replyError(nil, Errorf(ReasonInvalidRequest, "invalid request: a JSON-RPC request must be an object"))
 		return
 	}
+	req := struct{ JSONRPC, ID, Method, Params json.RawMessage }{
+		members["jsonrpc"], members["id"], members["method"], members["params"]}
 	id := req.ID
 	if len(id) > 0 {
 		switch id[0] {
@@ -262,7 +287,7 @@ func (c *Conn) dispatch(data []byte) {
 		return
 	}
 	isNotification := len(id) == 0
-	h, ok := c.mux.handlers[method]
+	h, ok := c.mux.Handler(method)
 	if !ok {
 		if !isNotification {
 			c.replyError(id, Errorf(ReasonMethodNotFound, "method not found: %s", method))
