@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -357,12 +358,11 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			if len(p.Answer) == 0 || string(p.Answer) == "null" {
 				return nil, rpc.InvalidParams("answer", "required: a string or a list of strings")
 			}
-			var s string
-			var list []string
-			if json.Unmarshal(p.Answer, &s) != nil && json.Unmarshal(p.Answer, &list) != nil {
+			a, ok := clarifyAnswer(p.Answer)
+			if !ok {
 				return nil, rpc.InvalidParams("answer", "must be a string or a list of strings")
 			}
-			answer, _ = json.Marshal(map[string]json.RawMessage{"answer": p.Answer})
+			answer, _ = json.Marshal(map[string]any{"answer": a})
 		}
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
 			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer})
@@ -371,6 +371,25 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 		}
 		return rpc.RespondResult{Status: status, PromptID: p.PromptID}, nil
 	}
+}
+
+// clarifyAnswer decodes a clarify answer: a string, or a list of strings
+// with no null among them (a null is no answer, not an empty one). It
+// returns a string or a []string.
+func clarifyAnswer(raw json.RawMessage) (any, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil && string(raw) != "null" {
+		return s, true
+	}
+	var list []*string
+	if json.Unmarshal(raw, &list) != nil || list == nil || slices.Contains(list, nil) {
+		return nil, false
+	}
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = *x
+	}
+	return out, true
 }
 
 func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {

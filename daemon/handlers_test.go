@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +268,20 @@ func TestMaxConnectionsClosesWith1013(t *testing.T) {
 	}
 	again.CloseNow()
 	conns[1].CloseNow()
+}
+
+func TestClarifyAnswerShapes(t *testing.T) {
+	for raw, want := range map[string]any{
+		`"yes"`: "yes", `""`: "", `["a","b"]`: []string{"a", "b"}, `[]`: []string{},
+	} {
+		got, ok := clarifyAnswer(json.RawMessage(raw))
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("clarifyAnswer(%s) = %#v %v, want %#v", raw, got, ok, want)
+		}
+	}
+	for _, raw := range []string{`null`, `[null]`, `["a",null]`, `1`, `{"a":"b"}`, `[1]`, `true`} {
+		if got, ok := clarifyAnswer(json.RawMessage(raw)); ok {
+			t.Errorf("clarifyAnswer(%s) = %#v, want refused", raw, got)
+		}
+	}
 }
