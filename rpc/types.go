@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 )
 
 // ProtocolVersion is the protocol number of PROTOCOL.md (v1).
@@ -30,10 +32,16 @@ const (
 // Decode unmarshals params into v. A missing params value decodes as {}.
 // Wrong JSON types come back as ErrInvalidParams naming the field, e.g.
 // `invalid params: "cwd" must be string, not number`. Unknown fields are
-// ignored so that newer clients work with older daemons.
+// ignored so that newer clients work with older daemons, but member names
+// are case-sensitive: a name that differs from a field of v only by case
+// ("Session_ID") is refused with invalid_params naming it, where
+// encoding/json alone would silently take it for the field.
 func Decode(params json.RawMessage, v any) error {
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
+	}
+	if err := checkMemberCase(params, v); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(params, v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -47,6 +55,57 @@ func Decode(params json.RawMessage, v any) error {
 		return Errorf(ReasonInvalidParams, "invalid params: %v", err)
 	}
 	return nil
+}
+
+// fieldNames caches, per struct type, the JSON member names of its fields.
+var fieldNames sync.Map // reflect.Type → map[string]bool
+
+// checkMemberCase refuses a top-level member of the params object whose
+// name matches a field of *v only case-insensitively.
+func checkMemberCase(params json.RawMessage, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(params, &members) != nil {
+		return nil // not an object: json.Unmarshal reports it
+	}
+	names := structNames(t.Elem())
+	for m := range members {
+		if names[m] {
+			continue
+		}
+		for n := range names {
+			if strings.EqualFold(m, n) {
+				return Errorf(ReasonInvalidParams, "invalid params: unknown member %q; member names are case-sensitive: did you mean %q?", m, n).With("field", m)
+			}
+		}
+	}
+	return nil
+}
+
+func structNames(t reflect.Type) map[string]bool {
+	if n, ok := fieldNames.Load(t); ok {
+		return n.(map[string]bool)
+	}
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names[name] = true
+	}
+	fieldNames.Store(t, names)
+	return names
 }
 
 func jsonKind(goKind string) string {
