@@ -104,8 +104,12 @@ func echoMux() *Mux {
 		return nil, Errorf(ReasonNotFound, "unknown session %q", "s1").With("session_id", "s1")
 	})
 	m.Handle("notify", func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
-		p := struct{ N int }{3}
-		Decode(params, &p)
+		p := struct {
+			N int `json:"n"`
+		}{3}
+		if err := Decode(params, &p); err != nil {
+			return nil, err
+		}
 		for i := 1; i <= p.N; i++ {
 			c.Notify(NotifySessionEvent, map[string]int{"seq": i})
 		}
@@ -303,7 +307,11 @@ func TestClientSlowConsumerIsClosed(t *testing.T) {
 	// The response arrives after ten notifications; nobody reads them,
 	// so the client gives up with 1008 rather than growing without bound.
 	err := c.Call(ctx10(t), "notify", map[string]int{"n": 10}, nil)
-	<-c.Done()
+	select {
+	case <-c.Done():
+	case <-ctx10(t).Done():
+		t.Fatalf("the client was not closed after ten unread notifications (call err %v)", err)
+	}
 	if c.CloseStatus() != websocket.StatusPolicyViolation {
 		t.Fatalf("close status %d (call err %v)", c.CloseStatus(), err)
 	}
