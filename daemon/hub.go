@@ -43,10 +43,15 @@ func (h *hub) subscribe(c *rpc.Conn, sessionID string) (release func(lastSeq int
 		m = map[*rpc.Conn]*subscription{}
 		h.subs[sessionID] = m
 	}
+	_, again := m[c]
 	sub := &subscription{}
 	m[c] = sub
 	h.mu.Unlock()
-	c.OnClose(func() { h.unsubscribe(c, sessionID) })
+	if !again {
+		// One hook per connection and session: a client that resumes the
+		// same session repeatedly must not grow the connection's hooks.
+		c.OnClose(func() { h.unsubscribe(c, sessionID) })
+	}
 	return func(lastSeq int64) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
