@@ -8,12 +8,12 @@ LDFLAGS := -X github.com/sessiond/sessiond/daemon.Version=$(VERSION) -X main.ver
 SESSIOND_HOME ?= $(CURDIR)/.home
 export SESSIOND_HOME
 
-.PHONY: help build run test test-short bench lint fmt clean
+.PHONY: help build run test test-short bench load lint fmt clean
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## Build bin/sessiond and bin/sessionctl.
+build: ## Build bin/sessiond, bin/sessionctl and bin/sessiond-load.
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
@@ -28,6 +28,11 @@ test-short: ## Run the tests without the race detector (faster while editing).
 
 bench: ## Run the benchmarks once each (see docs/performance.md for the figures).
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... 2>&1 | tee bench.out
+
+# make load LOAD_ARGS='--clients 1000 --duration 60s' — see docs/performance.md.
+LOAD_ARGS ?= --clients 100 --duration 10s
+load: build ## Run bin/sessiond-load against a daemon it spawns (LOAD_ARGS='--mode idle --clients 10000' ...).
+	$(BIN)/sessiond-load --spawn $(BIN)/sessiond $(LOAD_ARGS)
 
 lint: ## Check formatting (gofmt) and run go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
