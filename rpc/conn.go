@@ -98,10 +98,11 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	out      chan []byte // bounded: SendQueue notifications + MaxInFlight responses
-	notifies atomic.Int64
-	inflight chan struct{}
-	handlers sync.WaitGroup
+	out        sendQueue     // bounded by its producers: SendQueue notifications + MaxInFlight responses
+	writerDone chan struct{} // closed once the close handshake was sent (finish)
+	notifies   atomic.Int64
+	inflight   chan struct{}
+	handlers   sync.WaitGroup
 
 	closeOnce   sync.Once
 	closeStatus websocket.StatusCode
@@ -121,16 +122,17 @@ func NewConn(ctx context.Context, ws *websocket.Conn, mux *Mux, opt Options) *Co
 	c := newConn(ctx, mux, opt)
 	c.ws = ws
 	ws.SetReadLimit(c.opt.MaxMessageBytes)
+	c.out.start = func() { go c.writeFrames() }
+	context.AfterFunc(c.ctx, c.finish)
 	return c
 }
 
 // newConn builds a Conn without its WebSocket: everything but Serve and
 // the writer works, so tests and fuzz targets can feed frames to
-// handleFrame and read the queued replies from c.out.
+// handleFrame and read the queued replies with c.out.pop.
 func newConn(ctx context.Context, mux *Mux, opt Options) *Conn {
 	opt.defaults()
-	c := &Conn{mux: mux, opt: opt,
-		out:      make(chan []byte, opt.SendQueue+opt.MaxInFlight),
+	c := &Conn{mux: mux, opt: opt, writerDone: make(chan struct{}),
 		inflight: make(chan struct{}, opt.MaxInFlight)}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	return c
@@ -163,12 +165,10 @@ func (c *Conn) OnClose(f func()) {
 // its own goroutine, and writes responses and notifications from one writer
 // goroutine. It returns after every handler of this connection returned.
 func (c *Conn) Serve() {
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); c.writeLoop() }()
 	c.readLoop()
 	c.handlers.Wait()
 	c.shutdown(websocket.StatusNormalClosure, "")
-	<-writerDone
+	<-c.writerDone
 	c.mu.Lock()
 	hooks := c.onClose
 	c.onClose = nil
@@ -401,13 +401,86 @@ func (c *Conn) replyError(id json.RawMessage, e *Error) {
 	c.enqueueResponse(b)
 }
 
-// enqueueResponse never drops: responses are bounded by MaxInFlight, and the
-// queue has room for them beyond the notification bound.
+// enqueueResponse never drops: responses are bounded by MaxInFlight.
 func (c *Conn) enqueueResponse(b []byte) {
-	select {
-	case c.out <- b:
-	case <-c.ctx.Done():
+	if c.ctx.Err() == nil {
+		c.out.push(b)
 	}
+}
+
+// sendQueue is a connection's outgoing frames, in order, and the state of
+// its writer. There is no writer goroutine while the queue is empty: push
+// starts one, which writes until the queue is drained and then ends, so
+// an idle connection holds neither a buffer nor a writer's stack (a
+// preallocated channel and a parked writer cost about 30 KB per
+// connection; docs/performance.md). The producers bound the queue:
+// SendQueue notifications (NotifyRaw) and MaxInFlight responses.
+type sendQueue struct {
+	mu      sync.Mutex
+	frames  [][]byte
+	writing bool           // a writer goroutine is draining frames
+	closed  bool           // the connection is closing: finish writes what is left
+	writers sync.WaitGroup // running writer goroutines (at most one)
+	start   func()         // starts a writer goroutine; nil leaves frames for pop (tests)
+}
+
+// push appends b and starts a writer unless one runs or the connection is
+// closing.
+func (q *sendQueue) push(b []byte) {
+	q.mu.Lock()
+	q.frames = append(q.frames, b)
+	spawn := !q.writing && !q.closed && q.start != nil
+	if spawn {
+		q.writing = true
+		q.writers.Add(1)
+	}
+	q.mu.Unlock()
+	if spawn {
+		q.start()
+	}
+}
+
+// pop returns the oldest frame, or false when the queue is empty; it
+// lets go of the buffer when it empties.
+func (q *sendQueue) pop() ([]byte, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.popLocked()
+}
+
+func (q *sendQueue) popLocked() ([]byte, bool) {
+	if len(q.frames) == 0 {
+		return nil, false
+	}
+	b := q.frames[0]
+	q.frames[0] = nil
+	q.frames = q.frames[1:]
+	if len(q.frames) == 0 {
+		q.frames = nil
+	}
+	return b, true
+}
+
+// next is pop for the writer: on an empty queue (or when stop is set) it
+// ends the writer's turn, so the next push starts a new one.
+func (q *sendQueue) next(stop bool) ([]byte, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !stop {
+		if b, ok := q.popLocked(); ok {
+			return b, true
+		}
+	}
+	q.writing = false
+	return nil, false
+}
+
+// close stops starting writers and waits for the running one to end.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.writers.Wait()
 }
 
 // Notify queues a notification without blocking. When the client has
@@ -437,75 +510,75 @@ func (c *Conn) NotifyRaw(frame []byte) bool {
 		c.slow()
 		return false
 	}
-	select {
-	case c.out <- tagNotify(frame):
-		return true
-	default:
-		c.notifies.Add(-1)
-		c.slow()
-		return false
-	}
+	c.out.push(tagNotify(frame))
+	return true
 }
 
 // Notification frames are marked by a leading NUL byte so the writer can
 // count them out of the bound; it is stripped before writing.
 func tagNotify(b []byte) []byte { return append([]byte{0}, b...) }
 
-func (c *Conn) writeLoop() {
-	defer func() {
-		// The close handshake; the status was set by shutdown or slow.
-		c.mu.Lock()
-		status, reason := c.closeStatus, c.closeReason
-		c.mu.Unlock()
-		if status == 0 {
-			status = websocket.StatusInternalError
-		}
-		err := c.ws.Close(status, reason)
-		c.opt.Logger.Debug("websocket close handshake", "status", int(status), "err", err)
-	}()
+// writeFrames is the writer goroutine: it writes queued frames until the
+// queue is empty or the connection ends (finish writes the rest).
+func (c *Conn) writeFrames() {
+	defer c.out.writers.Done()
 	for {
-		select {
-		case b := <-c.out:
-			if len(b) > 0 && b[0] == 0 {
-				b = b[1:]
-				c.notifies.Add(-1)
-			}
-			// Not derived from c.ctx: a write whose context ends makes
-			// the websocket library drop the TCP connection, which would
-			// lose the close frame sent after c.ctx is cancelled.
-			ctx, cancel := context.WithTimeout(context.Background(), c.opt.WriteTimeout)
-			err := c.ws.Write(ctx, websocket.MessageText, b)
-			cancel()
-			if err != nil {
-				if c.ctx.Err() == nil {
-					c.slow()
-				}
-				return
-			}
-		case <-c.ctx.Done():
-			if context.Cause(c.ctx) == errSlow {
-				return
-			}
-			// Flush what is already queued (responses and notifications of
-			// work that happened) before the close handshake, bounded.
-			deadline := time.Now().Add(time.Second)
-			for time.Now().Before(deadline) {
-				select {
-				case b := <-c.out:
-					if len(b) > 0 && b[0] == 0 {
-						b = b[1:]
-					}
-					ctx, cancel := context.WithDeadline(context.Background(), deadline)
-					err := c.ws.Write(ctx, websocket.MessageText, b)
-					cancel()
-					if err != nil {
-						return
-					}
-				default:
-					return
-				}
+		b, ok := c.out.next(c.ctx.Err() != nil)
+		if !ok {
+			return
+		}
+		if len(b) > 0 && b[0] == 0 {
+			b = b[1:]
+			c.notifies.Add(-1)
+		}
+		// Not derived from c.ctx: a write whose context ends makes the
+		// websocket library drop the TCP connection, which would lose the
+		// close frame sent after c.ctx is cancelled.
+		ctx, cancel := context.WithTimeout(context.Background(), c.opt.WriteTimeout)
+		err := c.ws.Write(ctx, websocket.MessageText, b)
+		cancel()
+		if err != nil {
+			c.out.next(true)
+			if c.ctx.Err() == nil {
+				c.slow()
 			}
 			return
 		}
 	}
+}
+
+// finish runs once the connection's context ended (shutdown, slow, or the
+// daemon's context): it waits for the writer, writes what is still queued
+// (responses and notifications of work that happened; not for a slow
+// client), bounded by one second, then sends the close frame with the
+// status set by shutdown or slow.
+func (c *Conn) finish() {
+	defer close(c.writerDone)
+	c.out.close()
+	if context.Cause(c.ctx) != errSlow {
+		deadline := time.Now().Add(time.Second)
+		for time.Now().Before(deadline) {
+			b, ok := c.out.pop()
+			if !ok {
+				break
+			}
+			if len(b) > 0 && b[0] == 0 {
+				b = b[1:]
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			err := c.ws.Write(ctx, websocket.MessageText, b)
+			cancel()
+			if err != nil {
+				break
+			}
+		}
+	}
+	c.mu.Lock()
+	status, reason := c.closeStatus, c.closeReason
+	c.mu.Unlock()
+	if status == 0 {
+		status = websocket.StatusInternalError
+	}
+	err := c.ws.Close(status, reason)
+	c.opt.Logger.Debug("websocket close handshake", "status", int(status), "err", err)
 }

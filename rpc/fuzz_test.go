@@ -299,15 +299,14 @@ func FuzzDispatch(f *testing.F) {
 		var replies [][]byte
 	drain:
 		for {
-			select {
-			case b := <-c.out:
-				if len(b) > 0 && b[0] == 0 {
-					t.Fatalf("a notification was queued for frame %.300q", data)
-				}
-				replies = append(replies, b)
-			default:
+			b, ok := c.out.pop()
+			if !ok {
 				break drain
 			}
+			if len(b) > 0 && b[0] == 0 {
+				t.Fatalf("a notification was queued for frame %.300q", data)
+			}
+			replies = append(replies, b)
 		}
 		if want.method == "after" {
 			wantRuns := int64(0)
