@@ -420,10 +420,12 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 		}
 		if outcome != OutcomeCompleted {
 			note, boundary := "not run: turn interrupted", "[turn interrupted before it finished]"
+			running := "interrupted while running: the turn was interrupted while this command ran; its process group was killed and its effects are unknown"
 			if outcome == OutcomeFailed {
 				note, boundary = "not run: turn failed", "[turn failed: "+errText+"]"
+				running = "the turn failed while this command ran; its process group was killed and its effects are unknown"
 			}
-			if _, err := tx.CloseTurn(a.SessionID, a.AdmissionID, note, boundary); err != nil {
+			if _, err := tx.CloseTurn(a.SessionID, a.AdmissionID, note, running, boundary); err != nil {
 				return err
 			}
 		}
@@ -510,6 +512,7 @@ func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID strin
 			}
 		}
 		if _, err := tx.CloseTurn(sessionID, admissionID, "not run: the daemon stopped during this turn",
+			CrashedWhileRunning,
 			"[turn lost: the daemon stopped while it ran; an operator resolved it without re-running]"); err != nil {
 			return err
 		}
@@ -521,6 +524,11 @@ func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID strin
 	})
 	return out, store.Classify(err)
 }
+
+// CrashedWhileRunning is the synthetic tool result of a command that was
+// running when the daemon died (it has a tool.running event but no result).
+const CrashedWhileRunning = "interrupted while running: the daemon stopped while this command ran; " +
+	"its process group was killed at the next start if it still ran; its effects are unknown"
 
 // RecoverResult reports what Recover did.
 type RecoverResult struct {

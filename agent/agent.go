@@ -64,6 +64,11 @@ type Journal interface {
 	AssistantMessage(ctx context.Context, t Turn, content string, calls []model.ToolCall) error
 	// ToolStarted emits tool.started.
 	ToolStarted(ctx context.Context, t Turn, ev ToolEvent) error
+	// ToolRunning records, durably, that the command of call ev.CallID
+	// runs as process group proc (tool.running), so that a boot after a
+	// crash can kill it and tell the model it was running, not "not run".
+	// proc is the zero identity when it could not be read.
+	ToolRunning(ctx context.Context, t Turn, ev ToolEvent, proc tools.ProcessIdentity) error
 	// ToolCompleted appends the tool result message and emits
 	// tool.completed, in one transaction.
 	ToolCompleted(ctx context.Context, t Turn, ev ToolEvent) error
@@ -342,7 +347,15 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	}
 	ev.Ran = true
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
-		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, OnOutput: func(chunk string) {
+		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude,
+		OnStart: func(pgid int) {
+			proc, _ := tools.Identify(pgid) // zero when /proc cannot tell: recorded without identity, never killed
+			proc.PID = pgid
+			// A failed write only loses the kill after a crash; the
+			// command runs either way (a fenced turn's ctx kills it).
+			_ = r.Journal.ToolRunning(ctx, t, *ev, proc)
+		},
+		OnOutput: func(chunk string) {
 			r.Journal.Delta(t, "tool.output", map[string]string{"tool_call_id": c.ID, "text": chunk})
 		}})
 	if ctx.Err() != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/tools"
 )
 
 // ---- in-test fakes ----
@@ -74,6 +76,7 @@ type fakeJournal struct {
 	initial   []Stored
 	assistant []assistantRec
 	started   []ToolEvent
+	running   []tools.ProcessIdentity
 	completed []ToolEvent
 	deltas    []string
 }
@@ -95,6 +98,13 @@ func (j *fakeJournal) ToolStarted(ctx context.Context, t Turn, ev ToolEvent) err
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.started = append(j.started, ev)
+	return nil
+}
+
+func (j *fakeJournal) ToolRunning(ctx context.Context, t Turn, ev ToolEvent, proc tools.ProcessIdentity) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.running = append(j.running, proc)
 	return nil
 }
 
@@ -291,6 +301,13 @@ func TestRunToolLoopThreeIterations(t *testing.T) {
 	}
 	if len(h.j.started) != 3 || string(h.j.started[0].Args) != `{"command":"echo one"}` {
 		t.Fatalf("tool.started = %+v", h.j.started)
+	}
+	// Each command that ran recorded its process group and identity.
+	if len(h.j.running) != 3 || slices.ContainsFunc(h.j.running, func(p tools.ProcessIdentity) bool { return p.PID <= 1 }) {
+		t.Fatalf("tool.running = %+v", h.j.running)
+	}
+	if runtime.GOOS == "linux" && (h.j.running[0].BootID == "" || h.j.running[0].StartTicks == 0) {
+		t.Fatalf("tool.running without an identity on Linux: %+v", h.j.running[0])
 	}
 	if len(h.j.assistant) != 3 || h.j.assistant[2].Content != "all done" || len(h.j.assistant[1].Calls) != 2 {
 		t.Fatalf("assistant messages = %+v", h.j.assistant)

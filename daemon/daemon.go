@@ -127,6 +127,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn("admission left started by an earlier daemon is now unknown; resolve it with prompt.resolve_unknown",
 			"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation())
 	}
+	if err := d.killLeftoverTools(ctx); err != nil {
+		return nil, fmt.Errorf("boot recovery: %w", err)
+	}
 	exec, err := d.newExecutor()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/agent"
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/tools"
 )
 
 // executor runs admitted turns through the agent: the only executor the
@@ -136,6 +137,21 @@ func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEv
 	})
 }
 
+// ToolRunning appends tool.running {tool_call_id, pid, boot_id,
+// start_ticks}: the command's process group and its identity, read at boot
+// after a crash (killLeftoverTools) and when the turn is closed
+// (store.CloseTurn words the result "was running", not "not run").
+func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEvent, proc tools.ProcessIdentity) error {
+	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := j.fence(tx, t); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(t.SessionID, "tool.running", t.AdmissionID, t.Generation,
+			map[string]any{"tool_call_id": ev.CallID, "pid": proc.PID, "boot_id": proc.BootID, "start_ticks": proc.StartTicks})
+		return err
+	})
+}
+
 func (j *journal) ToolCompleted(ctx context.Context, t agent.Turn, ev agent.ToolEvent) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
 		if err := j.fence(tx, t); err != nil {
@@ -172,4 +188,46 @@ func messageWire(m store.Message) map[string]any {
 		w["kind"] = m.Kind.String
 	}
 	return w
+}
+
+// killLeftoverTools is a boot step after Recover: a command that was
+// running when an earlier daemon died (a tool.running event of an unknown
+// admission) may still run, orphaned. Its process group is killed if its
+// leader is still the very process recorded (same boot id and start time;
+// tools.KillGroupIfSame), so a reused pid is never hit. The model is told
+// when the turn is resolved (admission.CrashedWhileRunning).
+func (d *Daemon) killLeftoverTools(ctx context.Context) error {
+	var rows []struct {
+		SessionID   string `db:"session_id"`
+		AdmissionID string `db:"admission_id"`
+		Payload     string `db:"payload"`
+	}
+	// Unknown admissions first (the partial index on open rows), then their
+	// session's events by primary key prefix: no scan of the events table.
+	err := d.db.Select(ctx, &rows, `SELECT e.session_id, e.admission_id, e.payload
+		FROM session_admissions a CROSS JOIN events e
+		WHERE a.status <> 'terminal' AND a.status = 'unknown'
+		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id AND e.type = 'tool.running'`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		var p struct {
+			ToolCallID string `json:"tool_call_id"`
+			tools.ProcessIdentity
+		}
+		if json.Unmarshal([]byte(r.Payload), &p) != nil || p.BootID == "" {
+			continue
+		}
+		killed, err := tools.KillGroupIfSame(p.ProcessIdentity)
+		switch {
+		case err != nil:
+			d.log.Error("cannot kill a command left running by an earlier daemon", "session_id", r.SessionID,
+				"admission_id", r.AdmissionID, "tool_call_id", p.ToolCallID, "pid", p.PID, "err", err)
+		case killed:
+			d.log.Warn("killed a command left running by an earlier daemon", "session_id", r.SessionID,
+				"admission_id", r.AdmissionID, "tool_call_id", p.ToolCallID, "pid", p.PID)
+		}
+	}
+	return nil
 }

@@ -99,8 +99,8 @@ func reconnectJourney(t *testing.T, crash bool) {
 	for _, e := range snap.Events {
 		types = append(types, e.Type)
 	}
-	if got := strings.Join(types, ","); got != "message.completed,tool.started,tool.completed" {
-		t.Fatalf("missed events = %s, want the tool call, its start and its result", got)
+	if got := strings.Join(types, ","); got != "message.completed,tool.started,tool.running,tool.completed" {
+		t.Fatalf("missed events = %s, want the tool call, its start, its process and its result", got)
 	}
 	finalWords.Release()
 	if out := waitTurn(t, c2, r1.AdmissionID); out != "completed" {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Message roles of the transcript (table messages). RoleBoundary closes a
@@ -85,10 +86,18 @@ func Transcript(q Queryer, sessionID string) ([]Message, error) {
 }
 
 // CloseTurn repairs the transcript of a turn that did not complete: every
-// tool call of admissionID without a tool result gets a synthetic result
-// carrying note (e.g. "not run: turn interrupted"), then a boundary row with
-// boundary text is appended. It returns the rows it appended, in order.
-func (t *Tx) CloseTurn(sessionID, admissionID, note, boundary string) ([]Message, error) {
+// tool call of admissionID without a tool result gets a synthetic result,
+// then a boundary row with boundary text is appended. The result carries
+// runningNote when the call's command had started (a tool.running event of
+// the admission names it: it ran, its effects are unknown) and note
+// otherwise (e.g. "not run: turn interrupted"). It returns the rows it
+// appended, in order.
+func (t *Tx) CloseTurn(sessionID, admissionID, note, runningNote, boundary string) ([]Message, error) {
+	var running []string
+	if err := t.Select(&running, `SELECT json_extract(payload, '$.tool_call_id') FROM events
+		WHERE session_id = ? AND admission_id = ? AND type = 'tool.running'`, sessionID, admissionID); err != nil {
+		return nil, err
+	}
 	var ms []Message
 	if err := t.Select(&ms, `SELECT id, session_id, admission_id, role, content, tool_calls, tool_call_id, kind, created_at
 		FROM messages WHERE session_id = ? AND admission_id = ? ORDER BY id`, sessionID, admissionID); err != nil {
@@ -113,7 +122,11 @@ func (t *Tx) CloseTurn(sessionID, admissionID, note, boundary string) ([]Message
 			if answered[c.ID] {
 				continue
 			}
-			r, err := t.AppendMessage(sessionID, admissionID, RoleTool, note, nil, c.ID, KindSynthetic)
+			text := note
+			if slices.Contains(running, c.ID) {
+				text = runningNote
+			}
+			r, err := t.AppendMessage(sessionID, admissionID, RoleTool, text, nil, c.ID, KindSynthetic)
 			if err != nil {
 				return nil, err
 			}

@@ -118,9 +118,21 @@ type TerminalOptions struct {
 	// one call at a time, and never after RunTerminal returns. It should
 	// return quickly: a slow OnOutput slows the command's writes.
 	OnOutput func(chunk string)
+	// OnStart, if not nil, is called once the shell runs, with its process
+	// group id (= its pid), before any OnOutput call; the daemon
+	// records the group's identity so that a later boot can kill what a
+	// crashed daemon left running (see Identify and KillGroupIfSame).
+	OnStart func(pgid int)
+}
 
-	// started, if set (tests), receives the process group id once the shell runs.
-	started func(pgid int)
+// ProcessIdentity names a process across a daemon restart: PID (a terminal
+// command's process group id), the kernel's BootID and the process's
+// StartTicks (start time in clock ticks since boot). A pid alone may be
+// reused by an unrelated process; the three together may not.
+type ProcessIdentity struct {
+	PID        int    `json:"pid"`
+	BootID     string `json:"boot_id"`
+	StartTicks uint64 `json:"start_ticks"`
 }
 
 var errTimedOut = errors.New("terminal command timed out")
@@ -195,8 +207,8 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 	}
 	pw.Close() // the children hold the only write ends now
 	pgid := cmd.Process.Pid
-	if opt.started != nil {
-		opt.started(pgid)
+	if opt.OnStart != nil {
+		opt.OnStart(pgid) // before any OnOutput; the command's writes wait in the pipe meanwhile
 	}
 
 	out := newCapture(limit, opt.OnOutput)

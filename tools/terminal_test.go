@@ -80,7 +80,7 @@ func run(t *testing.T, command string, opt TerminalOptions) TerminalResult {
 func TestTerminalTimeoutKillsGroupWithFIFO(t *testing.T) {
 	t.Parallel()
 	var pgid int
-	opt := TerminalOptions{Cwd: t.TempDir(), Timeout: 5 * time.Second, started: func(p int) { pgid = p }}
+	opt := TerminalOptions{Cwd: t.TempDir(), Timeout: 5 * time.Second, OnStart: func(p int) { pgid = p }}
 	start := time.Now()
 	res := run(t, `mkfifo p; (while true; do echo child; sleep 1; done) > p & cat p`, opt)
 	elapsed := time.Since(start)
@@ -168,7 +168,7 @@ func TestTerminalCancelKillsGroup(t *testing.T) {
 	var pgid int
 	opt := TerminalOptions{
 		Timeout: time.Minute,
-		started: func(p int) { pgid = p },
+		OnStart: func(p int) { pgid = p },
 		OnOutput: func(s string) {
 			if strings.Contains(s, "ready") {
 				once.Do(func() { close(ready) })
@@ -219,7 +219,7 @@ func TestTerminalExitKillsLeftovers(t *testing.T) {
 	t.Parallel()
 	var pgid int
 	start := time.Now()
-	res := run(t, "sleep 100 & echo started", TerminalOptions{started: func(p int) { pgid = p }})
+	res := run(t, "sleep 100 & echo started", TerminalOptions{OnStart: func(p int) { pgid = p }})
 	if res.ExitCode != 0 || res.Output != "started\n" {
 		t.Errorf("got %+v", res)
 	}
