@@ -8,17 +8,20 @@ LDFLAGS := -X github.com/sessiond/sessiond/daemon.Version=$(VERSION) -X main.ver
 SESSIOND_HOME ?= $(CURDIR)/.home
 export SESSIOND_HOME
 
-.PHONY: help build run test test-short bench load lint fmt clean
+.PHONY: help build run fake-model test test-short bench load lint fmt clean
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## Build bin/sessiond, bin/sessionctl and bin/sessiond-load.
+build: ## Build bin/sessiond, bin/sessionctl, bin/sessiond-load and bin/sessiond-fakemodel.
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops it gracefully.
 	$(BIN)/sessiond --home "$(SESSIOND_HOME)"
+
+fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
+	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
 test: ## Run every test, journeys included, under the race detector.
 	$(GO) test -race -count=1 -timeout 15m ./...
