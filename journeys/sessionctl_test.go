@@ -146,6 +146,17 @@ func TestSessionctlAttach(t *testing.T) {
 	p.waitText("detached from session " + s)
 }
 
+// ctlSessionLine reports whether the sessions table has a row for
+// sessionID whose STATE is state.
+func ctlSessionLine(table, sessionID, state string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, sessionID+" ") {
+			return strings.Contains(line, "  "+state+"  ")
+		}
+	}
+	return false
+}
+
 type ctlPendingJSON struct {
 	Pending []receipt `json:"pending"`
 	Prompts []struct {
@@ -217,7 +228,9 @@ func TestSessionctlVerbs(t *testing.T) {
 	if json.Unmarshal([]byte(r.stdout), &snap) != nil || snap.Cwd != cwd || len(snap.Toolsets) != 0 || snap.Model != fixtures.FakeModelName {
 		t.Fatalf("new --json: %s", r)
 	}
-	ctlWant(t, ctl(t, home, "", "new", "--cwd", filepath.Join(cwd, "missing")), 2, "cwd")
+	// The daemon refuses the missing cwd (invalid_params): a refusal is 1,
+	// 2 is only for what sessionctl finds wrong before asking.
+	ctlWant(t, ctl(t, home, "", "new", "--cwd", filepath.Join(cwd, "missing")), 1, "cwd")
 	r = ctl(t, home, "", "sessions")
 	ctlWant(t, r, 0)
 	if !strings.Contains(r.stdout, "SESSION") || !strings.Contains(r.stdout, s) || !strings.Contains(r.stdout, "verbs journey") {
@@ -273,6 +286,13 @@ func TestSessionctlVerbs(t *testing.T) {
 	resume(t, c, s)
 	run := submit(t, c, s, "held-1", "held")
 	<-held.Waiting()
+	// send --timeout gives up with its own exit code; the turn goes on.
+	r = ctl(t, home, "", "send", s, "held", "--input-id", "held-1", "--timeout", "1s")
+	ctlWant(t, r, 5, "gave up waiting after 1s", "the turn continues in the daemon")
+	r = ctl(t, home, "", "sessions")
+	if !ctlSessionLine(r.stdout, s, "running") {
+		t.Fatalf("sessions does not show %s running:\n%s", s, r.stdout)
+	}
 	queued := submit(t, c, s, "queued-1", "queued behind")
 	r = ctl(t, home, "", "pending", s)
 	ctlWant(t, r, 0)
@@ -309,7 +329,9 @@ func TestSessionctlVerbs(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(cwd, "victim"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	del := submit(t, c, s, "delete-1", "delete the victim")
+	// send says which command answers the prompt its turn waits on.
+	delSend := ctlStart(t, home, "send", s, "delete the victim", "--input-id", "delete-1")
+	del := submit(t, c, s, "delete-1", "delete the victim") // the same admission as send's
 	pid := ctlWaitPrompt(t, c, del.AdmissionID)
 	r = ctl(t, home, "", "pending", s)
 	if !strings.Contains(r.stdout, pid) || !strings.Contains(r.stdout, "approval") || !strings.Contains(r.stdout, "rm -rf ./victim") {
@@ -318,6 +340,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "maybe"), 2, "--choice")
 	ctlWant(t, ctl(t, home, "", "approve", s, pid), 2, "--choice")
 	ctlWant(t, ctl(t, home, "", "approve", s, "prm_nope", "--choice", "once"), 4)
+	ctlWant(t, ctl(t, home, "", "answer", s, pid, "yes"), 2, "is an approval", "sessionctl approve "+s+" "+pid+" --choice")
 	r = ctl(t, home, "", "approve", s, pid, "--choice", "deny")
 	ctlWant(t, r, 0)
 	if !strings.Contains(r.stdout, "approval deny sent for "+pid) {
@@ -327,14 +350,28 @@ func TestSessionctlVerbs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cwd, "victim")); err != nil {
 		t.Fatalf("a denied command ran: %v", err)
 	}
+	r = delSend.wait(t)
+	ctlWant(t, r, 0)
+	if r.stdout != "as you wish\n" || strings.Count(r.stderr, "sessionctl: note:") != 1 ||
+		!strings.Contains(r.stderr, "approval to run `rm -rf ./victim`") || !strings.Contains(r.stderr, "`sessionctl approve "+s+" "+pid+" --choice once`") {
+		t.Fatalf("send with an approval; %s", r)
+	}
 	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "once"), 1, "no longer answerable")
 
 	// answer: a clarify prompt.
+	askSend := ctlStart(t, home, "send", s, "ask color", "--input-id", "ask-1")
 	ask := submit(t, c, s, "ask-1", "ask color")
 	pid = ctlWaitPrompt(t, c, ask.AdmissionID)
+	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "once"), 2, "is a clarify question", "sessionctl answer "+s+" "+pid+" TEXT")
 	r = ctl(t, home, "", "answer", s, pid, "blue")
 	ctlWant(t, r, 0)
 	ctlWaitTurn(t, c, ask.AdmissionID)
+	r = askSend.wait(t)
+	ctlWant(t, r, 0)
+	if r.stdout != "noted\n" || !strings.Contains(r.stderr, "asks: Which color? [red/blue]") ||
+		!strings.Contains(r.stderr, "`sessionctl answer "+s+" "+pid+" red` (choices: red, blue)") {
+		t.Fatalf("send with a clarify question; %s", r)
+	}
 	if res := ctlToolResults(m, "ask color"); len(res) == 0 || !strings.Contains(res[len(res)-1], `"answer":"blue"`) {
 		t.Fatalf("the model got tool results %q", res)
 	}
@@ -358,6 +395,17 @@ func TestSessionctlVerbs(t *testing.T) {
 		t.Fatalf("pending --json after the crash: %s", r)
 	}
 	unknown := pend.Pending[0]
+	// The unknown admission holds the session: interrupt and sessions say so.
+	r = ctl(t, home, "", "interrupt", s)
+	ctlWant(t, r, 0)
+	if !strings.Contains(r.stdout, "nothing was running, but admission "+unknown.AdmissionID+" is unknown") ||
+		!strings.Contains(r.stdout, "sessionctl resolve "+s+" "+unknown.AdmissionID) {
+		t.Fatalf("interrupt on a held session: %s", r)
+	}
+	r = ctl(t, home, "", "sessions")
+	if !ctlSessionLine(r.stdout, s, "held (unknown)") {
+		t.Fatalf("sessions does not show %s held:\n%s", s, r.stdout)
+	}
 	r = ctl(t, home, "n\n", "resolve", s, unknown.AdmissionID)
 	ctlWant(t, r, 1, "not resolved")
 	if !strings.Contains(r.stderr, "crash story") || !strings.Contains(r.stderr, "generation "+strconv.FormatInt(*unknown.ExecutionGeneration, 10)) {
@@ -368,11 +416,16 @@ func TestSessionctlVerbs(t *testing.T) {
 	if !strings.Contains(r.stdout, "resolved "+unknown.AdmissionID+": terminal/interrupted") {
 		t.Fatalf("resolve: %s", r)
 	}
+	if r = ctl(t, home, "", "sessions"); !ctlSessionLine(r.stdout, s, "idle") {
+		t.Fatalf("sessions does not show %s idle after resolve:\n%s", s, r.stdout)
+	}
 	ctlWant(t, ctl(t, home, "", "resolve", s, unknown.AdmissionID, "--yes"), 1, "not pending")
 	ctlWant(t, ctl(t, home, "", "resolve", s, unknown.AdmissionID, "--yes", "--generation", strconv.FormatInt(*unknown.ExecutionGeneration, 10)), 1, "not unknown")
 
 	// The documented failures: one line each, non-zero exit.
-	ctlWant(t, ctl(t, t.TempDir(), "", "status"), 3, "no daemon running", "daemon.json")
+	nowhere := t.TempDir()
+	ctlWant(t, ctl(t, nowhere, "", "status"), 3, "no daemon running for home "+nowhere+" (from --home)", "daemon.json",
+		"`sessiond --home "+nowhere+"`", "`SESSIOND_HOME="+nowhere+" make run`")
 	wrong := t.TempDir()
 	desc := d.Desc
 	desc.Token = strings.Repeat("0", len(desc.Token))
@@ -389,14 +442,16 @@ func TestSessionctlVerbs(t *testing.T) {
 	ctlWant(t, ctl(t, home, "", "attach", s), 2, "terminal")
 }
 
-// TestSessionctlHelp: --help documents the exit codes and has examples
-// for every verb.
+// TestSessionctlHelp: --help documents the exit codes once and every verb
+// has examples and points to them.
 func TestSessionctlHelp(t *testing.T) {
 	home := t.TempDir()
 	r := ctl(t, home, "", "--help")
 	ctlWant(t, r, 0)
-	if !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "Examples:") {
-		t.Fatalf("sessionctl --help:\n%s", r.stdout)
+	for _, want := range []string{"Exit codes (the same for every verb):", "\n  2    usage error", "\n  5    --timeout passed", "Examples:"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("sessionctl --help lacks %q:\n%s", want, r.stdout)
+		}
 	}
 	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
 		r := ctl(t, home, "", verb, "--help")
@@ -404,8 +459,8 @@ func TestSessionctlHelp(t *testing.T) {
 		if !strings.Contains(r.stdout, "Examples:\n  sessionctl") && !strings.Contains(r.stdout, "Examples:\n  S=") {
 			t.Errorf("sessionctl %s --help has no examples:\n%s", verb, r.stdout)
 		}
-		if !strings.Contains(r.stdout, "Exit codes:") {
-			t.Errorf("sessionctl %s --help does not document the exit codes", verb)
+		if !strings.Contains(r.stdout, "Exit codes: 0 on success; the others are listed once in `sessionctl --help`.") || strings.Contains(r.stdout, "130  ") {
+			t.Errorf("sessionctl %s --help does not point to the root's exit codes (or repeats them):\n%s", verb, r.stdout)
 		}
 	}
 }

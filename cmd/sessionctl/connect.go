@@ -53,13 +53,40 @@ func resolveHome(flag string) (string, error) {
 	return filepath.Abs(home)
 }
 
-// readDescriptor reads HOME/daemon.json, explaining a missing daemon.
-func readDescriptor(home string) (descriptor, error) {
+// homeOrigin says where resolveHome(flag) took the home from, for
+// messages.
+func homeOrigin(flag string) string {
+	switch {
+	case flag != "":
+		return "from --home"
+	case os.Getenv("SESSIOND_HOME") != "":
+		return "from $SESSIOND_HOME"
+	case os.Getenv("XDG_STATE_HOME") != "":
+		return "from $XDG_STATE_HOME, as neither --home nor $SESSIOND_HOME is set"
+	}
+	return "the default, as neither --home nor $SESSIOND_HOME is set"
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// readDescriptor reads HOME/daemon.json, explaining a missing daemon;
+// origin says where the home came from (homeOrigin).
+func readDescriptor(home, origin string) (descriptor, error) {
 	var d descriptor
 	path := filepath.Join(home, descriptorFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return d, fail(exitUnreachable, "no daemon running for home %s (no %s); start it with `sessiond --home %s` (or `make run` in the repository)", home, descriptorFile, home)
+		q := shellQuote(home)
+		return d, fail(exitUnreachable, "no daemon running for home %s (%s): it has no %s. Start one there with `sessiond --home %s` (in the repository: `SESSIOND_HOME=%s make run`), or point sessionctl at the running daemon's home with --home or SESSIOND_HOME (plain `make run` serves the repository's .home)",
+			home, origin, descriptorFile, q, q)
 	}
 	if err != nil {
 		return d, fail(exitUnreachable, "cannot read %s: %v", path, err)
@@ -84,7 +111,7 @@ func (a *app) connect(ctx context.Context, opt rpc.DialOptions) (*rpc.Client, de
 	if err != nil {
 		return nil, descriptor{}, err
 	}
-	d, err := readDescriptor(home)
+	d, err := readDescriptor(home, homeOrigin(a.home))
 	if err != nil {
 		return nil, d, err
 	}

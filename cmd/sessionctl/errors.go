@@ -9,26 +9,35 @@ import (
 	"github.com/sessiond/sessiond/rpc"
 )
 
-// Exit codes, documented in the root command's help.
+// Exit codes, documented once, in the root command's help (exitCodesHelp).
 const (
 	exitOK          = 0   // the command did what was asked
 	exitFailed      = 1   // a turn did not complete, or the daemon refused the request
-	exitUsage       = 2   // bad command line
+	exitUsage       = 2   // bad command line, found before anything changed in the daemon
 	exitUnreachable = 3   // no daemon, unreachable daemon, refused token, lost connection
 	exitNotFound    = 4   // unknown session, admission or prompt
+	exitTimeout     = 5   // --timeout passed before the answer (send: before the turn settled)
 	exitInterrupted = 130 // sessionctl itself was interrupted (Ctrl-C, SIGTERM)
 )
 
-const exitCodesHelp = `Exit codes:
+const exitCodesHelp = `Exit codes (the same for every verb):
   0    success (for send: the turn completed)
   1    the turn failed, was interrupted or cancelled, or its outcome is unknown
-       after a daemon crash; or the daemon refused the request (stale
-       generation, not queued, conflicting input id, draining, ...)
-  2    usage error (unknown verb, missing argument, bad flag value)
+       after a daemon crash; or the daemon refused the request (invalid
+       params such as a --cwd that does not exist, stale generation, not
+       queued, conflicting input id, draining, ...)
+  2    usage error, found before anything changed in the daemon (unknown
+       verb, missing argument, bad flag value, approve on a clarify prompt or
+       answer on an approval)
   3    no daemon for this home, daemon unreachable, token refused, or the
        connection was lost and could not be re-established
   4    unknown session, admission or prompt
+  5    --timeout passed before the answer came; the request may still take
+       effect (send: the turn goes on in the daemon)
   130  sessionctl was interrupted (Ctrl-C) before it finished`
+
+// exitCodesPointer ends every verb's help instead of the whole table.
+const exitCodesPointer = "Exit codes: 0 on success; the others are listed once in `sessionctl --help`."
 
 // exitError carries an exit code and one human-readable line.
 type exitError struct {
@@ -72,19 +81,19 @@ func classify(err error, started bool) (int, string) {
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted, "interrupted"
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitUnreachable, "timed out waiting for the daemon"
+		return exitTimeout, "gave up waiting for the daemon's answer (--timeout); the request may still take effect"
 	case !started:
 		return exitUsage, err.Error() + " (see sessionctl --help)"
 	}
 	return exitFailed, err.Error()
 }
 
+// rpcExitCode maps a refusal by the daemon: not_found is 4, every other
+// refusal (invalid_params included: the daemon, not the command line,
+// judged it) is 1.
 func rpcExitCode(re *rpc.Error) int {
 	if re.Reason == rpc.ReasonNotFound {
 		return exitNotFound
-	}
-	if re.Reason == rpc.ReasonInvalidParams {
-		return exitUsage
 	}
 	return exitFailed
 }

@@ -37,18 +37,21 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
 const rootLong = `sessionctl is the terminal client and operator CLI of sessiond.
 
 It finds the daemon through HOME/daemon.json, where HOME is --home, else
-$SESSIOND_HOME, else $XDG_STATE_HOME/sessiond (default
-~/.local/state/sessiond), authenticates with the descriptor's token and
-speaks only the public protocol (docs/protocol.md).
+$SESSIOND_HOME, else $XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond
+(the daemon resolves its home the same way). In the repository, ` + "`make run`" + `
+serves ./.home unless SESSIOND_HOME is set: export
+SESSIOND_HOME=$PWD/.home (or pass --home) so that sessionctl finds it.
+It authenticates with the descriptor's token and speaks only the public
+protocol (docs/protocol.md).
 
 Every error is one line on stderr starting with "sessionctl:".
 
 ` + exitCodesHelp
 
-const rootExample = `  # in one terminal: the daemon
-  sessiond --home ~/.sessiond            # or: make run
+const rootExample = `  # in one terminal: the daemon, on a home of your choice
+  sessiond --home ~/.sessiond       # in the repository: SESSIOND_HOME=~/.sessiond make run
 
-  # in another
+  # in another: the client, on the same home
   export SESSIOND_HOME=~/.sessiond
   sessionctl status
   S=$(sessionctl new --cwd ~/src/project --title demo)
@@ -98,7 +101,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.answerCommand(),
 	)
 	for _, c := range root.Commands() {
-		c.Long = c.Short + ".\n\n" + c.Long + "\n\n" + exitCodesHelp
+		c.Long = c.Short + ".\n\n" + c.Long + "\n\n" + exitCodesPointer
 		c.SetFlagErrorFunc(root.FlagErrorFunc())
 	}
 	return root
@@ -134,7 +137,7 @@ func (a *app) addJSONFlag(cmd *cobra.Command) {
 }
 
 func (a *app) addTimeoutFlag(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&a.timeout, "timeout", 30*time.Second, "give up after this long (0: never)")
+	cmd.Flags().DurationVar(&a.timeout, "timeout", 30*time.Second, "give up after this long, exit 5 (0: never)")
 }
 
 // printJSON writes v indented to stdout.

@@ -48,7 +48,8 @@ subscribes to the session before submitting, so no event is missed.
 
 Exit 0 when the turn completed; 1 when it failed, was interrupted or
 cancelled (the reason goes to stderr), or when the daemon crashed while it
-ran (the admission is then unknown: see resolve).
+ran (the admission is then unknown: see resolve); 5 when --timeout passed
+first (the turn goes on in the daemon).
 
 --input-id makes the submit idempotent across invocations: the same id with
 the same text never runs twice, and a repeated send just waits for (or
@@ -59,15 +60,16 @@ re-submits with the same input id, which is safe.
 
 The turn runs in the daemon: interrupting sessionctl (Ctrl-C, --timeout)
 stops waiting, not the turn. Approvals and clarifications the turn asks for
-must be answered elsewhere (attach, approve, answer) or they time out.`,
+must be answered elsewhere (attach, approve, answer) or they time out; send
+prints a note on stderr for each with the exact command to answer it.`,
 		Example: `  sessionctl send "$S" "summarise README.md"
   git diff | sessionctl send "$S" -
   sessionctl send "$S" "run the tests" --input-id ci-build-1234 --json | jq -r .reply
-  sessionctl send "$S" "long job" --timeout 10m || echo "turn did not complete"`,
+  sessionctl send "$S" "long job" --timeout 10m; [ $? = 5 ] && echo "still running"`,
 		Args: args(2, "SESSION TEXT"),
 	}
 	cmd.Flags().StringVar(&inputID, "input-id", "", "idempotency key, 1-128 characters of [A-Za-z0-9._:-] (default: a fresh one)")
-	cmd.Flags().DurationVar(&a.timeout, "timeout", 0, "stop waiting after this long (0: wait until the turn settles)")
+	cmd.Flags().DurationVar(&a.timeout, "timeout", 0, "stop waiting after this long, exit 5 (0: wait until the turn settles)")
 	cmd.Flags().DurationVar(&reconnectFor, "reconnect-timeout", time.Minute, "how long to keep reconnecting after the connection drops")
 	a.addJSONFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -106,7 +108,8 @@ type sender struct {
 	msgs        map[int64]rpc.Message // assistant messages of the admission, by id
 	lastSeq     int64                 // -1 before the first snapshot
 	finished    bool
-	warned      bool // about waiting behind an unknown admission
+	warned      bool            // about waiting behind an unknown admission
+	noted       map[string]bool // prompts of the turn already pointed out on stderr
 }
 
 // errLost means the connection ended before the turn settled.
@@ -166,7 +169,7 @@ func (s *sender) explain(ctx context.Context, err error) error {
 		where = fmt.Sprintf("the turn continues in the daemon (admission %s; stop it with `sessionctl interrupt %s`)", s.admissionID, s.sessionID)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fail(exitFailed, "gave up waiting after %v; %s", s.app.timeout, where)
+		return fail(exitTimeout, "gave up waiting after %v (--timeout); %s", s.app.timeout, where)
 	}
 	return fail(exitInterrupted, "stopped waiting; %s", where)
 }
@@ -227,6 +230,11 @@ func (s *sender) session(ctx context.Context, c *rpc.Client) error {
 	}
 	for _, m := range snap.Messages {
 		s.addMessage(m)
+	}
+	for _, p := range snap.Prompts {
+		if p.AdmissionID == s.admissionID {
+			s.notePrompt(p)
+		}
 	}
 	if s.finished {
 		return nil
@@ -306,6 +314,13 @@ func (s *sender) apply(ev rpc.Event) {
 		if json.Unmarshal(ev.Payload, &r) == nil {
 			s.setReceipt(r)
 		}
+	case "prompt.opened":
+		var p struct {
+			Prompt rpc.Prompt `json:"prompt"`
+		}
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			s.notePrompt(p.Prompt)
+		}
 	case "turn.completed":
 		var p struct {
 			Outcome string `json:"outcome"`
@@ -323,6 +338,41 @@ func (s *sender) apply(ev rpc.Event) {
 			s.finished = true
 		}
 	}
+}
+
+// notePrompt tells, once per prompt, that the turn waits for an answer
+// and which command gives it: send itself never answers.
+func (s *sender) notePrompt(p rpc.Prompt) {
+	if p.PromptID == "" || s.noted[p.PromptID] {
+		return
+	}
+	if s.noted == nil {
+		s.noted = map[string]bool{}
+	}
+	s.noted[p.PromptID] = true
+	var how string
+	switch p.Kind {
+	case "approval":
+		var ap approvalPayload
+		json.Unmarshal(p.Payload, &ap)
+		how = fmt.Sprintf("the turn waits for approval to run `%s` (%s); prompt %s: answer with `sessionctl approve %s %s --choice once` (or session, always, deny)",
+			ap.Command, ap.Reason, p.PromptID, s.sessionID, p.PromptID)
+	case "clarify":
+		var c clarifyPayload
+		json.Unmarshal(p.Payload, &c)
+		answer, more := "'YOUR ANSWER'", ""
+		switch {
+		case len(c.Questions) > 1:
+			answer, more = "'ANSWER 1' 'ANSWER 2' ...", " (one answer per question, in order)"
+		case len(c.Questions) == 1 && len(c.Questions[0].Choices) > 0:
+			answer, more = shellQuote(c.Questions[0].Choices[0]), " (choices: "+strings.Join(c.Questions[0].Choices, ", ")+")"
+		}
+		how = fmt.Sprintf("the turn asks: %s; prompt %s: answer with `sessionctl answer %s %s %s`%s",
+			promptSummary(p), p.PromptID, s.sessionID, p.PromptID, answer, more)
+	default:
+		how = fmt.Sprintf("the turn waits on prompt %s (%s)", p.PromptID, p.Kind)
+	}
+	fmt.Fprintf(s.app.stderr, "sessionctl: note: %s\n", oneLine(how))
 }
 
 // reply is the text of the turn's last assistant message with content.

@@ -23,7 +23,9 @@ func TestClassifyExitCodes(t *testing.T) {
 	}{
 		{rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", "x"), true, exitNotFound},
 		{rpc.Errorf(rpc.ReasonStaleGeneration, "stale"), true, exitFailed},
-		{rpc.Errorf(rpc.ReasonInvalidParams, "bad cwd"), true, exitUsage},
+		{rpc.Errorf(rpc.ReasonInvalidParams, "bad cwd"), true, exitFailed}, // the daemon refused it: 1, not a usage error
+		{context.DeadlineExceeded, true, exitTimeout},
+		{usageError("--limit must be >= 0"), true, exitUsage},
 		{&rpc.ClosedError{Status: 1001}, true, exitUnreachable},
 		{fail(exitUnreachable, "no daemon"), true, exitUnreachable},
 		{errors.New("unknown flag: --x"), false, exitUsage},
@@ -59,6 +61,69 @@ func TestResolveHome(t *testing.T) {
 	rel, _ := resolveHome("relative")
 	if !filepath.IsAbs(rel) {
 		t.Errorf("resolveHome(relative) = %q, want absolute", rel)
+	}
+}
+
+// The "no daemon" error names the home it looked in, where that home came
+// from, and commands that start a daemon on exactly that home.
+func TestNoDaemonHint(t *testing.T) {
+	t.Setenv("SESSIOND_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	for _, c := range []struct{ flag, env, home, origin, quoted string }{
+		{"", "", "/users/me/.local/state/sessiond", "the default", "/users/me/.local/state/sessiond"},
+		{"", "/srv/my home", "/srv/my home", "from $SESSIOND_HOME", "'/srv/my home'"},
+		{"/tmp/it's", "/srv/x", "/tmp/it's", "from --home", `'/tmp/it'\''s'`},
+	} {
+		t.Setenv("SESSIOND_HOME", c.env)
+		origin := homeOrigin(c.flag)
+		_, err := readDescriptor(c.home, origin)
+		code, msg := classify(err, true)
+		if code != exitUnreachable || !strings.Contains(origin, c.origin) {
+			t.Errorf("%+v: exit %d, origin %q", c, code, origin)
+		}
+		for _, want := range []string{"no daemon running for home " + c.home + " (" + origin + ")",
+			"`sessiond --home " + c.quoted + "`", "`SESSIOND_HOME=" + c.quoted + " make run`"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%+v: the hint %q lacks %q", c, msg, want)
+			}
+		}
+	}
+}
+
+// The exit-code table is in the root help once; each verb points to it.
+func TestHelpExitCodes(t *testing.T) {
+	var out strings.Builder
+	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &out, &out); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	root := out.String()
+	for _, want := range []string{exitCodesHelp, "SESSIOND_HOME=~/.sessiond make run", "`make run`"} {
+		if !strings.Contains(root, want) {
+			t.Errorf("the root help lacks %q:\n%s", want, root)
+		}
+	}
+	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
+		out.Reset()
+		if code := run(context.Background(), []string{verb, "--help"}, strings.NewReader(""), &out, &out); code != 0 {
+			t.Fatalf("%s --help exited %d", verb, code)
+		}
+		if h := out.String(); !strings.Contains(h, exitCodesPointer) || strings.Contains(h, "130  ") {
+			t.Errorf("%s --help must point to the root's exit codes, not repeat them:\n%s", verb, h)
+		}
+	}
+}
+
+func TestWrongVerb(t *testing.T) {
+	clar := rpc.Prompt{PromptID: "prm_1", Kind: "clarify"}
+	appr := rpc.Prompt{PromptID: "prm_2", Kind: "approval"}
+	if got := wrongVerb(rpc.MethodApprovalRespond, "ses_1", clar); !strings.Contains(got, "`sessionctl answer ses_1 prm_1 TEXT...`") {
+		t.Errorf("approve on a clarify prompt: %q", got)
+	}
+	if got := wrongVerb(rpc.MethodClarifyRespond, "ses_1", appr); !strings.Contains(got, "`sessionctl approve ses_1 prm_2 --choice") {
+		t.Errorf("answer on an approval: %q", got)
+	}
+	if wrongVerb(rpc.MethodApprovalRespond, "ses_1", appr) != "" || wrongVerb(rpc.MethodClarifyRespond, "ses_1", clar) != "" {
+		t.Error("a fitting verb was refused")
 	}
 }
 

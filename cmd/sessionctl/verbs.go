@@ -66,7 +66,10 @@ func (a *app) sessionsCommand() *cobra.Command {
 		Use:     "sessions",
 		Aliases: []string{"ls"},
 		Short:   "List the sessions",
-		Long:    "Prints a table of sessions, newest first: id, title, state (running or idle), pending inputs, cwd and creation time.",
+		Long: `Prints a table of sessions, newest first: id, title, state, pending inputs,
+cwd and creation time. The state is running (a turn runs), held (unknown)
+(an input was left unknown by a daemon crash and holds the queue until
+sessionctl resolve), queued (inputs wait, e.g. for capacity) or idle.`,
 		Example: `  sessionctl sessions
   sessionctl sessions --limit 5
   sessionctl sessions --json | jq -r '.sessions[].session_id'`,
@@ -79,7 +82,9 @@ func (a *app) sessionsCommand() *cobra.Command {
 		if limit < 0 {
 			return usageError("--limit must be >= 0")
 		}
-		c, _, err := a.connect(ctx, rpc.DialOptions{})
+		// The states are looked up with session.resume, which subscribes
+		// the connection: drop the events.
+		c, _, err := a.connect(ctx, rpc.DialOptions{OnNotification: func(rpc.Notification) {}})
 		if err != nil {
 			return err
 		}
@@ -112,15 +117,60 @@ func (a *app) sessionsCommand() *cobra.Command {
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tTITLE\tSTATE\tPENDING\tCWD\tCREATED")
 		for _, s := range all.Sessions {
-			state := "idle"
-			if s.Running != nil {
-				state = "running"
+			state, err := a.sessionState(ctx, c, s)
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.SessionID, orDash(clip(s.Title, 40)), state, s.PendingCount, s.Cwd, s.CreatedAt)
 		}
 		return tw.Flush()
 	})
 	return cmd
+}
+
+// sessionState is the STATE column of sessions. session.list says only
+// whether a turn runs and how many inputs are pending, so a session with
+// pending inputs and no running turn is looked up: its first pending
+// input is unknown (held until resolved) or queued.
+func (a *app) sessionState(ctx context.Context, c *rpc.Client, s rpc.SessionSummary) (string, error) {
+	switch {
+	case s.Running != nil:
+		return "running", nil
+	case s.PendingCount == 0:
+		return "idle", nil
+	}
+	var snap rpc.Snapshot
+	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: s.SessionID}, &snap); err != nil {
+		if errors.Is(err, rpc.ErrNotFound) {
+			return "gone", nil
+		}
+		return "", err
+	}
+	if u := firstUnknown(snap.Pending); u != nil {
+		return "held (unknown)", nil
+	}
+	for _, r := range snap.Pending {
+		switch {
+		case r.Status == "started":
+			return "running", nil
+		case r.Status == "queued" && r.Reason != "":
+			return "queued (" + r.Reason + ")", nil
+		}
+	}
+	if len(snap.Pending) > 0 {
+		return "queued", nil
+	}
+	return "idle", nil
+}
+
+// firstUnknown is the first admission of pending left unknown by a crash.
+func firstUnknown(pending []rpc.Receipt) *rpc.Receipt {
+	for i := range pending {
+		if pending[i].Status == "unknown" {
+			return &pending[i]
+		}
+	}
+	return nil
 }
 
 func (a *app) newCommand() *cobra.Command {
@@ -232,11 +282,8 @@ ids (for approve and answer).`,
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, clip(oneLine(r.Text), 50))
 			}
 			tw.Flush()
-			for _, r := range snap.Pending {
-				if r.Status == "unknown" {
-					fmt.Fprintf(a.stdout, "\n%s is unknown: the daemon stopped while it ran. Decide with: sessionctl resolve %s %s\n", r.AdmissionID, snap.SessionID, r.AdmissionID)
-					break
-				}
+			if r := firstUnknown(snap.Pending); r != nil {
+				fmt.Fprintf(a.stdout, "\n%s is unknown: the daemon stopped while it ran. Decide with: sessionctl resolve %s %s\n", r.AdmissionID, snap.SessionID, r.AdmissionID)
 			}
 		}
 		if len(snap.Prompts) > 0 {
@@ -389,7 +436,9 @@ func (a *app) interruptCommand() *cobra.Command {
 		Long: `Stops the running turn: its tool processes are killed, its open prompts
 close, it settles terminal/interrupted and the queue moves on. Returns once
 the turn has settled. With --generation, only that execution is stopped
-(stale_generation otherwise), so a late interrupt never hits the next turn.`,
+(stale_generation otherwise), so a late interrupt never hits the next turn.
+An input left unknown by a daemon crash is not running and is not
+interrupted: interrupt names it, and resolve settles it.`,
 		Example: `  sessionctl interrupt "$S"
   sessionctl interrupt "$S" --generation 7`,
 		Args: args(1, "SESSION"),
@@ -402,15 +451,30 @@ the turn has settled. With --generation, only that execution is stopped
 		if cmd.Flags().Changed("generation") {
 			p.ExecutionGeneration = &gen
 		}
+		c, _, err := a.connect(ctx, rpc.DialOptions{})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
 		var r rpc.InterruptResult
-		if err := a.call(ctx, rpc.MethodInterrupt, p, &r); err != nil {
+		if err := a.callOn(ctx, c, rpc.MethodInterrupt, p, &r); err != nil {
 			return err
 		}
 		if a.jsonOut {
 			return a.printJSON(r)
 		}
 		if r.Interrupted == nil {
-			fmt.Fprintln(a.stdout, "nothing was running")
+			// A session held by an unknown admission runs nothing, but it
+			// is not free either: say how to release it.
+			var snap rpc.Snapshot
+			if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: p.SessionID}, &snap); err != nil {
+				return err
+			}
+			if u := firstUnknown(snap.Pending); u != nil {
+				fmt.Fprintf(a.stdout, "nothing was running, but admission %s is unknown (the daemon stopped while it ran) and holds the session's queue; decide with: sessionctl resolve %s %s\n", u.AdmissionID, p.SessionID, u.AdmissionID)
+			} else {
+				fmt.Fprintln(a.stdout, "nothing was running")
+			}
 		} else {
 			fmt.Fprintf(a.stdout, "interrupted %s\n", *r.Interrupted)
 		}
@@ -443,11 +507,16 @@ func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, g
 		return r, err
 	}
 	defer c.Close()
-	if !genSet {
-		gen, _, err := a.livePrompt(ctx, c, p.SessionID, p.PromptID)
-		if err != nil {
-			return r, err
+	gen, open, err := a.livePrompt(ctx, c, p.SessionID, p.PromptID)
+	if err != nil {
+		return r, err
+	}
+	if open != nil {
+		if msg := wrongVerb(method, p.SessionID, *open); msg != "" {
+			return r, usageError("%s", msg)
 		}
+	}
+	if !genSet {
 		p.ExecutionGeneration = &gen
 	}
 	err = a.callOn(ctx, c, method, p, &r)
@@ -455,6 +524,18 @@ func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, g
 		return r, fail(exitFailed, "prompt %s is no longer answerable: its turn ended, was interrupted, or the daemon restarted (%v)", p.PromptID, err)
 	}
 	return r, err
+}
+
+// wrongVerb explains an approve on a clarify prompt, or an answer on an
+// approval ("" when the verb fits the prompt).
+func wrongVerb(method, sessionID string, p rpc.Prompt) string {
+	switch {
+	case method == rpc.MethodApprovalRespond && p.Kind == "clarify":
+		return fmt.Sprintf("prompt %s is a clarify question, not an approval; answer it with `sessionctl answer %s %s TEXT...`", p.PromptID, sessionID, p.PromptID)
+	case method == rpc.MethodClarifyRespond && p.Kind == "approval":
+		return fmt.Sprintf("prompt %s is an approval, not a clarify question; answer it with `sessionctl approve %s %s --choice once|session|always|deny`", p.PromptID, sessionID, p.PromptID)
+	}
+	return ""
 }
 
 func (a *app) approveCommand() *cobra.Command {

@@ -21,7 +21,7 @@ import (
 const usage = `sessiond — the sessiond daemon
 
 Usage:
-  sessiond [--home DIR] [--log-level LEVEL] [--log-format FORMAT]
+  sessiond [--home DIR] [--log-level LEVEL] [--log-format FORMAT] [--stop-timeout DURATION]
   sessiond --version
 
 The home directory is --home, else $SESSIOND_HOME, else
