@@ -29,7 +29,7 @@ func startBench(b *testing.B) *Daemon {
 	b.Cleanup(park.Release)
 	m.Default(fixtures.Reply{Text: "parked", Gate: park})
 	home := b.TempDir()
-	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(fixtures.FakeModelConfig(m, "limits: {max_concurrent_turns: 1000, max_in_flight: 1024}")), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(fixtures.FakeModelConfig(m, "limits: {max_concurrent_turns: 1000, max_in_flight: 1024, max_queued_per_session: 1000000}")), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	d, err := Start(context.Background(), Options{Home: home, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
