@@ -144,12 +144,6 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		d.log.Debug("websocket accept", "err", err)
 		return
 	}
-	c := rpc.NewConn(d.ctx, ws, d.mux, rpc.Options{
-		MaxMessageBytes: d.cfg.Limits.MaxMessageBytes,
-		SendQueue:       d.cfg.Limits.SendQueue,
-		MaxInFlight:     d.cfg.Limits.MaxInFlight,
-		Logger:          d.log,
-	})
 	d.connMu.Lock()
 	if d.draining.Load() {
 		d.connMu.Unlock()
@@ -162,6 +156,14 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusTryAgainLater, "overloaded: too many connections (limits.max_connections); retry with backoff")
 		return
 	}
+	// The Conn exists only once admitted: a refused one would leave its
+	// context and close hook hanging off the daemon's until it stops.
+	c := rpc.NewConn(d.ctx, ws, d.mux, rpc.Options{
+		MaxMessageBytes: d.cfg.Limits.MaxMessageBytes,
+		SendQueue:       d.cfg.Limits.SendQueue,
+		MaxInFlight:     d.cfg.Limits.MaxInFlight,
+		Logger:          d.log,
+	})
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()

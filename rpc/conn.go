@@ -68,6 +68,10 @@ type Options struct {
 	// WriteTimeout bounds one frame write; a client that does not take a
 	// frame in time is closed with 1008. Default 10s.
 	WriteTimeout time.Duration
+	// MaxQueuedBytes bounds the bytes of all frames queued and not yet
+	// written (responses and notifications); a client that lets more pile
+	// up is closed with 1008. Default 64 MiB.
+	MaxQueuedBytes int64
 	// Logger receives connection-level diagnostics. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -84,6 +88,9 @@ func (o *Options) defaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxQueuedBytes <= 0 {
+		o.MaxQueuedBytes = 64 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -134,6 +141,7 @@ func newConn(ctx context.Context, mux *Mux, opt Options) *Conn {
 	opt.defaults()
 	c := &Conn{mux: mux, opt: opt, writerDone: make(chan struct{}),
 		inflight: make(chan struct{}, opt.MaxInFlight)}
+	c.out.maxFrames, c.out.maxBytes = opt.SendQueue+opt.MaxInFlight, opt.MaxQueuedBytes
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	return c
 }
@@ -401,10 +409,12 @@ func (c *Conn) replyError(id json.RawMessage, e *Error) {
 	c.enqueueResponse(b)
 }
 
-// enqueueResponse never drops: responses are bounded by MaxInFlight.
+// enqueueResponse queues a response. A client that lets responses and
+// notifications pile up past the queue's bounds (SendQueue+MaxInFlight
+// frames, MaxQueuedBytes) is not reading: it is closed with 1008.
 func (c *Conn) enqueueResponse(b []byte) {
-	if c.ctx.Err() == nil {
-		c.out.push(b)
+	if c.ctx.Err() == nil && !c.out.push(b) {
+		c.slow()
 	}
 }
 
@@ -413,22 +423,31 @@ func (c *Conn) enqueueResponse(b []byte) {
 // starts one, which writes until the queue is drained and then ends, so
 // an idle connection holds neither a buffer nor a writer's stack (a
 // preallocated channel and a parked writer cost about 30 KB per
-// connection; docs/performance.md). The producers bound the queue:
-// SendQueue notifications (NotifyRaw) and MaxInFlight responses.
+// connection; docs/performance.md). It holds at most maxFrames frames and
+// maxBytes bytes (0: unbounded); NotifyRaw also bounds notifications alone
+// by SendQueue.
 type sendQueue struct {
-	mu      sync.Mutex
-	frames  [][]byte
-	writing bool           // a writer goroutine is draining frames
-	closed  bool           // the connection is closing: finish writes what is left
-	writers sync.WaitGroup // running writer goroutines (at most one)
-	start   func()         // starts a writer goroutine; nil leaves frames for pop (tests)
+	mu        sync.Mutex
+	frames    [][]byte
+	bytes     int64
+	maxFrames int
+	maxBytes  int64
+	writing   bool           // a writer goroutine is draining frames
+	closed    bool           // the connection is closing: finish writes what is left
+	writers   sync.WaitGroup // running writer goroutines (at most one)
+	start     func()         // starts a writer goroutine; nil leaves frames for pop (tests)
 }
 
 // push appends b and starts a writer unless one runs or the connection is
-// closing.
-func (q *sendQueue) push(b []byte) {
+// closing. It returns false, queueing nothing, when b would exceed a bound.
+func (q *sendQueue) push(b []byte) bool {
 	q.mu.Lock()
+	if (q.maxFrames > 0 && len(q.frames) >= q.maxFrames) || (q.maxBytes > 0 && q.bytes+int64(len(b)) > q.maxBytes) {
+		q.mu.Unlock()
+		return false
+	}
 	q.frames = append(q.frames, b)
+	q.bytes += int64(len(b))
 	spawn := !q.writing && !q.closed && q.start != nil
 	if spawn {
 		q.writing = true
@@ -438,6 +457,7 @@ func (q *sendQueue) push(b []byte) {
 	if spawn {
 		q.start()
 	}
+	return true
 }
 
 // pop returns the oldest frame, or false when the queue is empty; it
@@ -455,6 +475,7 @@ func (q *sendQueue) popLocked() ([]byte, bool) {
 	b := q.frames[0]
 	q.frames[0] = nil
 	q.frames = q.frames[1:]
+	q.bytes -= int64(len(b))
 	if len(q.frames) == 0 {
 		q.frames = nil
 	}
@@ -510,7 +531,11 @@ func (c *Conn) NotifyRaw(frame []byte) bool {
 		c.slow()
 		return false
 	}
-	c.out.push(tagNotify(frame))
+	if !c.out.push(tagNotify(frame)) {
+		c.notifies.Add(-1)
+		c.slow()
+		return false
+	}
 	return true
 }
 

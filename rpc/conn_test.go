@@ -285,3 +285,45 @@ func TestInvalidUTF8IsAParseError(t *testing.T) {
 		t.Fatalf("connection unusable after: %+v", r.Error)
 	}
 }
+
+// TestUnreadResponsesAreBounded: a client that sends requests and never
+// reads the responses cannot make the daemon queue them without bound:
+// past SendQueue+MaxInFlight frames (or MaxQueuedBytes) it is closed with
+// 1008, like a slow reader of notifications.
+func TestUnreadResponsesAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Options
+	}{
+		{"frames", Options{SendQueue: 16, MaxInFlight: 4, WriteTimeout: time.Minute}},
+		{"bytes", Options{SendQueue: 1 << 20, MaxInFlight: 1024, MaxQueuedBytes: 1 << 20, WriteTimeout: time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := NewMux()
+			big := strings.Repeat("x", 32<<10)
+			mux.Handle("big", func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) { return big, nil })
+			url, conns := serve(t, mux, tc.opt)
+			c := dial(t, url)
+			sc := <-conns
+			go func() {
+				for i := 0; i < 3000 && sc.Context().Err() == nil; i++ {
+					frame := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"big"}`, i)
+					if c.Write(context.Background(), websocket.MessageText, []byte(frame)) != nil {
+						return
+					}
+				}
+			}()
+			select {
+			case <-sc.Context().Done():
+			case <-time.After(20 * time.Second):
+				sc.out.mu.Lock()
+				n, b := len(sc.out.frames), sc.out.bytes
+				sc.out.mu.Unlock()
+				t.Fatalf("a client that reads nothing is still served; %d frames (%d bytes) queued", n, b)
+			}
+			if cause := context.Cause(sc.Context()); !errors.Is(cause, errSlow) {
+				t.Fatalf("closed with cause %v, want the slow-client close (1008)", cause)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,19 +68,29 @@ func checkMemberCase(params json.RawMessage, v any) error {
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(params, &members) != nil {
+	// Walk the top-level member names only, skipping their values: no
+	// map is built, whatever the object's size.
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil // not an object: json.Unmarshal reports it
 	}
 	names := structNames(t.Elem())
-	for m := range members {
-		if names[m] {
-			continue
+	var skip json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
 		}
-		for n := range names {
-			if strings.EqualFold(m, n) {
-				return Errorf(ReasonInvalidParams, "invalid params: unknown member %q; member names are case-sensitive: did you mean %q?", m, n).With("field", m)
+		m, _ := tok.(string)
+		if !names[m] {
+			for n := range names {
+				if strings.EqualFold(m, n) {
+					return Errorf(ReasonInvalidParams, "invalid params: unknown member %q; member names are case-sensitive: did you mean %q?", m, n).With("field", m)
+				}
 			}
+		}
+		if err := dec.Decode(&skip); err != nil {
+			return nil
 		}
 	}
 	return nil
