@@ -345,23 +345,31 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	if args.Timeout > 0 && time.Duration(args.Timeout)*time.Second < timeout {
 		timeout = time.Duration(args.Timeout) * time.Second
 	}
-	ev.Ran = true
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
 		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude,
-		OnStart: func(pgid int) {
+		// The command runs only once tool.running is durable: after a
+		// crash, a call without it never ran, and one with it is killed at
+		// the next boot and reported as interrupted while running.
+		OnStart: func(pgid int) error {
 			proc, _ := tools.Identify(pgid) // zero when /proc cannot tell: recorded without identity, never killed
 			proc.PID = pgid
-			// A failed write only loses the kill after a crash; the
-			// command runs either way (a fenced turn's ctx kills it).
-			_ = r.Journal.ToolRunning(ctx, t, *ev, proc)
+			if err := r.Journal.ToolRunning(ctx, t, *ev, proc); err != nil {
+				return fmt.Errorf("its start could not be recorded: %w", err)
+			}
+			ev.Ran = true
+			return nil
 		},
 		OnOutput: func(chunk string) {
 			r.Journal.Delta(t, "tool.output", map[string]string{"tool_call_id": c.ID, "text": chunk})
 		}})
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && ev.Ran {
 		ev.OK = false
 		ev.Result = resultJSON(map[string]any{"error": InterruptedWhileRunning, "exit_code": -1,
 			"output": res.Output, "truncated": res.Truncated, "duration_ms": res.DurationMS})
+		return
+	}
+	if ctx.Err() != nil {
+		errorResult(ev, "not run: the turn was interrupted before the command started")
 		return
 	}
 	if err != nil {

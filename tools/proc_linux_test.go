@@ -17,12 +17,13 @@ func TestKillGroupIfSame(t *testing.T) {
 	go func() {
 		res, _ := RunTerminal(context.Background(), "sleep 60 & sleep 60; echo not-killed", TerminalOptions{
 			Timeout: 2 * time.Minute,
-			OnStart: func(pgid int) {
+			OnStart: func(pgid int) error {
 				id, err := Identify(pgid)
 				if err != nil {
 					t.Errorf("Identify(%d): %v", pgid, err)
 				}
 				ids <- id
+				return nil
 			},
 		})
 		done <- res

@@ -118,11 +118,15 @@ type TerminalOptions struct {
 	// one call at a time, and never after RunTerminal returns. It should
 	// return quickly: a slow OnOutput slows the command's writes.
 	OnOutput func(chunk string)
-	// OnStart, if not nil, is called once the shell runs, with its process
-	// group id (= its pid), before any OnOutput call; the daemon
-	// records the group's identity so that a later boot can kill what a
-	// crashed daemon left running (see Identify and KillGroupIfSame).
-	OnStart func(pgid int)
+	// OnStart, if not nil, is called once the shell's process exists, with
+	// its process group id (= its pid), but before the command runs: the
+	// shell waits on a gate until OnStart returned nil. The daemon records
+	// the group's identity there, so that a later boot can kill what a
+	// crashed daemon left running (see Identify and KillGroupIfSame), and
+	// a command never runs unrecorded: if OnStart returns an error, or the
+	// daemon dies first, the command does not run and RunTerminal returns
+	// an error wrapping ErrNotStarted.
+	OnStart func(pgid int) error
 }
 
 // ProcessIdentity names a process across a daemon restart: PID (a terminal
@@ -136,6 +140,17 @@ type ProcessIdentity struct {
 }
 
 var errTimedOut = errors.New("terminal command timed out")
+
+// ErrNotStarted is wrapped by RunTerminal's error when the command did not
+// run because TerminalOptions.OnStart failed.
+var ErrNotStarted = errors.New("command not started")
+
+// gateScript is the shell that runs a command once the daemon opened the
+// gate: it waits for a line on fd 3 (EOF, from an error or a dead daemon,
+// exits 125 without running anything), then replaces itself, with fd 3
+// closed, by "/bin/sh -c command" (same pid, so the recorded identity
+// stays the command's).
+const gateScript = `IFS= read -r _ <&3 || exit 125; exec 3<&- /bin/sh -c "$1"`
 
 // RunTerminal runs "/bin/sh -c command" in opt.Cwd, in its own process
 // group, with stdin from /dev/null and a non-interactive environment
@@ -179,6 +194,19 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 	defer pr.Close()
 
 	cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
+	var gate *os.File // the write end of the gate, when OnStart is set
+	if opt.OnStart != nil {
+		gr, gw, err := os.Pipe()
+		if err != nil {
+			pw.Close()
+			return res, fmt.Errorf("tools: terminal gate pipe: %w", err)
+		}
+		defer gr.Close()
+		defer gw.Close()
+		cmd = exec.CommandContext(runCtx, "/bin/sh", "-c", gateScript, "/bin/sh", command)
+		cmd.ExtraFiles = []*os.File{gr} // fd 3
+		gate = gw
+	}
 	cmd.Dir = opt.Cwd
 	cmd.Env = commandEnv(os.Environ(), opt.EnvExclude)
 	cmd.Stdin = nil // /dev/null
@@ -207,8 +235,13 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 	}
 	pw.Close() // the children hold the only write ends now
 	pgid := cmd.Process.Pid
-	if opt.OnStart != nil {
-		opt.OnStart(pgid) // before any OnOutput; the command's writes wait in the pipe meanwhile
+	var startErr error
+	if gate != nil {
+		cmd.ExtraFiles[0].Close() // the child holds the read end now
+		if startErr = opt.OnStart(pgid); startErr == nil {
+			_, startErr = gate.Write([]byte("\n"))
+		}
+		gate.Close() // on error: EOF, and the gate exits 125 without running the command
 	}
 
 	out := newCapture(limit, opt.OnOutput)
@@ -244,6 +277,9 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.Output, res.Truncated = out.result()
 	res.TotalBytes = out.total
+	if startErr != nil {
+		return TerminalResult{ExitCode: -1, DurationMS: res.DurationMS}, fmt.Errorf("tools: %w: %w", ErrNotStarted, startErr)
+	}
 
 	ps := cmd.ProcessState
 	exited := ps != nil && ps.Exited()

@@ -80,7 +80,7 @@ func run(t *testing.T, command string, opt TerminalOptions) TerminalResult {
 func TestTerminalTimeoutKillsGroupWithFIFO(t *testing.T) {
 	t.Parallel()
 	var pgid int
-	opt := TerminalOptions{Cwd: t.TempDir(), Timeout: 5 * time.Second, OnStart: func(p int) { pgid = p }}
+	opt := TerminalOptions{Cwd: t.TempDir(), Timeout: 5 * time.Second, OnStart: func(p int) error { pgid = p; return nil }}
 	start := time.Now()
 	res := run(t, `mkfifo p; (while true; do echo child; sleep 1; done) > p & cat p`, opt)
 	elapsed := time.Since(start)
@@ -168,7 +168,7 @@ func TestTerminalCancelKillsGroup(t *testing.T) {
 	var pgid int
 	opt := TerminalOptions{
 		Timeout: time.Minute,
-		OnStart: func(p int) { pgid = p },
+		OnStart: func(p int) error { pgid = p; return nil },
 		OnOutput: func(s string) {
 			if strings.Contains(s, "ready") {
 				once.Do(func() { close(ready) })
@@ -219,7 +219,7 @@ func TestTerminalExitKillsLeftovers(t *testing.T) {
 	t.Parallel()
 	var pgid int
 	start := time.Now()
-	res := run(t, "sleep 100 & echo started", TerminalOptions{OnStart: func(p int) { pgid = p }})
+	res := run(t, "sleep 100 & echo started", TerminalOptions{OnStart: func(p int) error { pgid = p; return nil }})
 	if res.ExitCode != 0 || res.Output != "started\n" {
 		t.Errorf("got %+v", res)
 	}
@@ -361,5 +361,49 @@ func TestTerminalEscapedChildDoesNotHang(t *testing.T) {
 	}
 	if elapsed > drainDelay+3*time.Second {
 		t.Errorf("took %s, want about %s", elapsed, drainDelay)
+	}
+}
+
+// TestOnStartGatesTheCommand: the command does not run before OnStart
+// returned (its side effect is absent while OnStart runs), and does not
+// run at all when OnStart fails: RunTerminal then reports ErrNotStarted.
+func TestOnStartGatesTheCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "ran")
+	cmd := "touch " + mark + "; echo done"
+	var seenEarly bool
+	res, err := RunTerminal(context.Background(), cmd, TerminalOptions{Cwd: dir, OnStart: func(pgid int) error {
+		time.Sleep(50 * time.Millisecond) // would let an ungated command run meanwhile
+		_, statErr := os.Stat(mark)
+		seenEarly = statErr == nil
+		return nil
+	}})
+	if err != nil || res.ExitCode != 0 || res.Output != "done\n" {
+		t.Fatalf("gated run: %+v %v", res, err)
+	}
+	if seenEarly {
+		t.Fatal("the command ran before OnStart returned")
+	}
+	os.Remove(mark)
+	res, err = RunTerminal(context.Background(), cmd, TerminalOptions{Cwd: dir, OnStart: func(int) error {
+		return errors.New("the store is full")
+	}})
+	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "the store is full") || res.ExitCode != -1 {
+		t.Fatalf("OnStart failed: %+v %v, want ErrNotStarted", res, err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the command ran although OnStart failed")
+	}
+}
+
+// TestGatedCommandSemantics: behind the gate the command still sees $0,
+// its exit status and a closed fd 3.
+func TestGatedCommandSemantics(t *testing.T) {
+	t.Parallel()
+	gate := TerminalOptions{OnStart: func(int) error { return nil }}
+	res, err := RunTerminal(context.Background(), `echo "$0"; [ -e /dev/fd/3 ] && echo fd3-open; exit 7`, gate)
+	if err != nil || res.ExitCode != 7 || res.Output != "/bin/sh\n" {
+		t.Fatalf("gated: %+v %v", res, err)
 	}
 }
