@@ -109,7 +109,7 @@ type Classification struct {
 //     write-shell-rc, write-git-config, write-etc, device-write,
 //     dd-device, kernel-write, sql-destructive, kill-all, pkill, truncate,
 //     shred, sed-in-place, remove-source-files, rsync-delete,
-//     crontab-remove, crontab-replace, scheduled-command, disk-partition,
+//     crontab-remove, crontab-replace, sessiond-control, scheduled-command, disk-partition,
 //     privilege-elevation.
 //   - dangerous because the command could not be analysed: unparseable,
 //     dynamic-command, nested-shell, too-complex, internal-error,

@@ -501,6 +501,13 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 			c.writeTarget(t, name)
 		}
 		c.add(RiskDangerous, name, fmt.Sprintf("destroys file contents (%s)", name))
+	case name == "sessionctl":
+		// A command that answers or steers the daemon's own sessions would
+		// let the model approve its own gated commands: only a person may.
+		_, ops := parseAll(args, optSpec{longArg: []string{"home", "timeout", "choice", "generation", "cwd", "title", "model", "input-id"}})
+		if len(ops) > 0 && sessionctlControl[ops[0].s] {
+			c.add(RiskDangerous, "sessiond-control", fmt.Sprintf("answers or steers sessiond's sessions (sessionctl %s): only a person may", ops[0].s))
+		}
 	case name == "crontab":
 		o, ops := parseAll(args, optSpec{shortArg: "u"})
 		switch {
@@ -2848,3 +2855,8 @@ func longOpt(args []arg, i *int) (string, func() arg) {
 		return arg{}
 	}
 }
+
+// sessionctlControl are the sessionctl verbs that answer prompts or change
+// what runs: a model must not run them on its own daemon unasked.
+var sessionctlControl = map[string]bool{"approve": true, "answer": true, "resolve": true, "cancel": true,
+	"interrupt": true, "send": true, "attach": true}

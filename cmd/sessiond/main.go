@@ -87,6 +87,9 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(h)
+	if err := harden(); err != nil {
+		log.Warn("cannot make the process non-dumpable; commands of the same user may read its environment", "err", err)
+	}
 	slog.SetDefault(log)
 
 	dir, err := daemon.ResolveHome(*home)
