@@ -147,7 +147,8 @@ func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEv
 			return err
 		}
 		_, err := tx.AppendEvent(t.SessionID, "tool.running", t.AdmissionID, t.Generation,
-			map[string]any{"tool_call_id": ev.CallID, "pid": proc.PID, "boot_id": proc.BootID, "start_ticks": proc.StartTicks})
+			map[string]any{"tool_call_id": ev.CallID, "pid": proc.PID, "boot_id": proc.BootID, "start_ticks": proc.StartTicks,
+				"session": proc.Session})
 		return err
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,34 +12,44 @@ import (
 
 // Identify returns the identity of the running process pid (a terminal
 // command's process group leader): its boot id (/proc/sys/kernel/random/
-// boot_id) and start time (/proc/PID/stat field 22, clock ticks since
-// boot). It fails when the process does not exist.
+// boot_id), start time (/proc/PID/stat field 22, clock ticks since boot)
+// and session (field 6). It fails when the process does not exist.
 func Identify(pid int) (ProcessIdentity, error) {
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	boot, err := bootID()
 	if err != nil {
 		return ProcessIdentity{}, err
 	}
-	start, pgrp, err := procStat(pid)
+	st, err := procStat(pid)
 	if err != nil {
 		return ProcessIdentity{}, err
 	}
-	if pgrp != pid {
-		return ProcessIdentity{}, fmt.Errorf("tools: process %d is not a process group leader (group %d)", pid, pgrp)
+	if st.pgrp != pid {
+		return ProcessIdentity{}, fmt.Errorf("tools: process %d is not a process group leader (group %d)", pid, st.pgrp)
 	}
-	return ProcessIdentity{PID: pid, BootID: strings.TrimSpace(string(boot)), StartTicks: start}, nil
+	return ProcessIdentity{PID: pid, BootID: boot, StartTicks: st.start, Session: st.session}, nil
 }
 
-// KillGroupIfSame kills process group id.PID with SIGKILL if its leader is
-// still the process id names (same boot, same start time, still leading
-// its group), and reports whether it did. A leader that is gone, or a pid
-// reused by another process, is left alone: false, nil.
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b)), err
+}
+
+// KillGroupIfSame kills process group id.PID with SIGKILL if it is still
+// the group id names, and reports whether it did. That is so when its
+// leader is still the very process (same boot, start time and session,
+// still leading its group), or, once the leader has exited, when live
+// members of group id.PID remain in the same session, started no earlier
+// than the leader, in the same boot (a group id cannot be reused while
+// any member lives). Anything else is left alone: false, nil.
 func KillGroupIfSame(id ProcessIdentity) (bool, error) {
 	if id.PID <= 1 {
 		return false, fmt.Errorf("tools: refusing to kill process group %d", id.PID)
 	}
-	// Gone, no longer leading its group, or another process with the same
-	// pid: not ours to kill.
-	if now, err := Identify(id.PID); err != nil || now != id {
+	if now, err := Identify(id.PID); err == nil {
+		if now != id {
+			return false, nil // the pid now names another process
+		}
+	} else if !groupOutlivesLeader(id) {
 		return false, nil
 	}
 	if err := syscall.Kill(-id.PID, syscall.SIGKILL); err != nil {
@@ -50,28 +61,61 @@ func KillGroupIfSame(id ProcessIdentity) (bool, error) {
 	return true, nil
 }
 
-// procStat reads the start time (field 22) and the process group (field
-// 5) of /proc/PID/stat. The command name (field 2) is parenthesised and
-// may hold spaces and parentheses, so fields are counted after the last ')'.
-func procStat(pid int) (start uint64, pgrp int, err error) {
+// groupOutlivesLeader reports whether live (not zombie) members of group
+// id.PID remain that belong to it: same boot, same session, started no
+// earlier than the recorded leader.
+func groupOutlivesLeader(id ProcessIdentity) bool {
+	if boot, err := bootID(); err != nil || boot != id.BootID || id.Session == 0 {
+		return false
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		st, err := procStat(pid)
+		if err == nil && st.pgrp == id.PID && st.session == id.Session && st.start >= id.StartTicks &&
+			st.state != "Z" && st.state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+type stat struct {
+	state         string
+	pgrp, session int
+	start         uint64
+}
+
+// procStat reads the state (field 3), process group (5), session (6) and
+// start time (22) of /proc/PID/stat. The command name (field 2) is
+// parenthesised and may hold spaces and parentheses, so fields are counted
+// after the last ')'.
+func procStat(pid int) (stat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, err
+		return stat{}, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("tools: malformed /proc/%d/stat", pid)
+		return stat{}, fmt.Errorf("tools: malformed /proc/%d/stat", pid)
 	}
 	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
 	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("tools: short /proc/%d/stat", pid)
+		return stat{}, fmt.Errorf("tools: short /proc/%d/stat", pid)
 	}
-	if pgrp, err = strconv.Atoi(f[2]); err != nil {
-		return 0, 0, fmt.Errorf("tools: /proc/%d/stat pgrp: %w", pid, err)
+	st := stat{state: f[0]}
+	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
+		return stat{}, fmt.Errorf("tools: /proc/%d/stat pgrp: %w", pid, err)
 	}
-	if start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("tools: /proc/%d/stat starttime: %w", pid, err)
+	if st.session, err = strconv.Atoi(f[3]); err != nil {
+		return stat{}, fmt.Errorf("tools: /proc/%d/stat session: %w", pid, err)
 	}
-	return start, pgrp, nil
+	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return stat{}, fmt.Errorf("tools: /proc/%d/stat starttime: %w", pid, err)
+	}
+	return st, nil
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -59,5 +61,58 @@ func TestKillGroupIfSame(t *testing.T) {
 	}
 	if _, err := KillGroupIfSame(ProcessIdentity{PID: 1}); err == nil {
 		t.Fatal("KillGroupIfSame accepted pid 1")
+	}
+}
+
+// TestKillGroupAfterLeaderExited: a background job outlives its group's
+// leader (the shell exited and was reaped, as under a reaping init). The
+// group is still the one recorded (same session, members started after the
+// leader), so KillGroupIfSame kills it; a wrong session kills nothing.
+func TestKillGroupAfterLeaderExited(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", `read _; sleep 300 & echo $!`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := Identify(cmd.Process.Pid) // while the shell waits on stdin
+	if err != nil || id.Session == 0 {
+		t.Fatalf("Identify: %+v %v", id, err)
+	}
+	in.Write([]byte("go\n"))
+	var bg int
+	if _, err := fmt.Fscan(out, &bg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(bg, syscall.SIGKILL) })
+	cmd.Wait() // the leader exits and is reaped; its background job lives on
+	if st, err := procStat(bg); err != nil || st.pgrp != id.PID {
+		t.Fatalf("background job %d: %+v %v", bg, st, err)
+	}
+	wrong := id
+	wrong.Session++
+	if killed, err := KillGroupIfSame(wrong); killed || err != nil {
+		t.Fatalf("killed a group of another session: %v %v", killed, err)
+	}
+	if killed, err := KillGroupIfSame(id); !killed || err != nil {
+		t.Fatalf("KillGroupIfSame after the leader exited = %v, %v, want killed", killed, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := procStat(bg)
+		if err != nil || st.state == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("background job %d still alive (%s)", bg, st.state)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

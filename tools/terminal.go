@@ -130,13 +130,14 @@ type TerminalOptions struct {
 }
 
 // ProcessIdentity names a process across a daemon restart: PID (a terminal
-// command's process group id), the kernel's BootID and the process's
-// StartTicks (start time in clock ticks since boot). A pid alone may be
-// reused by an unrelated process; the three together may not.
+// command's process group id), the kernel's BootID, the process's
+// StartTicks (start time in clock ticks since boot) and its Session id. A
+// pid alone may be reused by an unrelated process; these together may not.
 type ProcessIdentity struct {
 	PID        int    `json:"pid"`
 	BootID     string `json:"boot_id"`
 	StartTicks uint64 `json:"start_ticks"`
+	Session    int    `json:"session"`
 }
 
 var errTimedOut = errors.New("terminal command timed out")
