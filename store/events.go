@@ -53,7 +53,12 @@ func (t *Tx) AppendEvent(sessionID, typ, admissionID string, generation int64, p
 		return Event{}, fmt.Errorf("event %s: %w", typ, err)
 	}
 	if ev.Seq%64 == 0 && ev.Seq > EventRetention {
-		if _, err := t.Exec(`DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, ev.Seq-EventRetention); err != nil {
+		// tool.running of an admission that is not terminal yet is kept: a
+		// boot after a crash needs it to kill the command, and the resolve
+		// to say that the command ran (CloseTurn).
+		if _, err := t.Exec(`DELETE FROM events WHERE session_id = ? AND seq <= ?
+			AND NOT (type = 'tool.running' AND admission_id IN (SELECT admission_id FROM session_admissions
+				WHERE target_session_id = ? AND status <> 'terminal'))`, sessionID, ev.Seq-EventRetention, sessionID); err != nil {
 			return Event{}, fmt.Errorf("prune events: %w", err)
 		}
 	}
@@ -82,7 +87,10 @@ func (db *DB) EventsAfter(q Queryer, sessionID string, after int64) (events []Ev
 	if after >= last {
 		return nil, true, nil
 	}
-	if len(events) == 0 || events[0].Seq != after+1 {
+	// Complete only when every seq in (after, last] is there: rows kept
+	// past the retention window (tool.running of open admissions) must not
+	// hide a pruned gap behind them.
+	if int64(len(events)) != last-after {
 		return nil, false, nil
 	}
 	return events, true, nil
