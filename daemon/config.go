@@ -224,6 +224,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: must be positive, got %d", k, v)
 		}
 	}
+	// Durations in seconds (or ms) must stay far from time.Duration's
+	// overflow: at most a day.
+	for k, v := range map[string]int64{"storage.checkpoint_interval": int64(c.Storage.CheckpointInterval),
+		"storage.busy_timeout": int64(c.Storage.BusyTimeout) / 1000} {
+		if v > 86400 {
+			return fmt.Errorf("%s: at most a day, got %d", k, v)
+		}
+	}
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)

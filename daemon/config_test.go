@@ -42,3 +42,14 @@ func writeTemp(t *testing.T, s string) string {
 	}
 	return p
 }
+
+func TestConfigDurationsAreBounded(t *testing.T) {
+	for _, yaml := range []string{"storage: {checkpoint_interval: 18446744074}", "storage: {checkpoint_interval: 86401}", "storage: {busy_timeout: 86401000}"} {
+		if _, _, err := LoadConfig(writeTemp(t, yaml)); err == nil {
+			t.Errorf("%s was accepted", yaml)
+		}
+	}
+	if _, _, err := LoadConfig(writeTemp(t, "storage: {checkpoint_interval: 86400, busy_timeout: 60000}")); err != nil {
+		t.Errorf("a day is allowed: %v", err)
+	}
+}

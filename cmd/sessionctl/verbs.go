@@ -53,7 +53,7 @@ func (a *app) statusCommand() *cobra.Command {
 		fmt.Fprintf(tw, "sessions\t%d\n", info.Sessions)
 		fmt.Fprintf(tw, "running turns\t%d\n", info.RunningTurns)
 		if info.Storage.CheckpointError != "" {
-			fmt.Fprintf(tw, "storage\tWARNING: %s (state.db-wal holds %d bytes not yet in state.db)\n", info.Storage.CheckpointError, info.Storage.WALBytes)
+			fmt.Fprintf(tw, "storage\tWARNING: %s (state.db-wal is %d bytes and grows until state.db is writable)\n", info.Storage.CheckpointError, info.Storage.WALBytes)
 		}
 		return tw.Flush()
 	})
