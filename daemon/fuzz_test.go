@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -55,25 +52,11 @@ type fuzzEnv struct {
 
 func startFuzzEnv(tb testing.TB) *fuzzEnv {
 	tb.Helper()
-	m := fixtures.NewFakeModel(tb)
-	park := fixtures.NewGate()
-	tb.Cleanup(park.Release)
-	m.Default(fixtures.Reply{Text: "parked", Gate: park})
-	m.On("ask", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "clarify",
-		Arguments: `{"question":"which?","choices":["a","b"]}`}}})
-	home := tb.TempDir()
-	cfg := fixtures.FakeModelConfig(m, "agent: {clarify_timeout: 3600}\nlimits: {max_queued_per_session: 50}")
-	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(cfg), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	d, err := Start(context.Background(), Options{Home: home, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		d.Stop(ctx)
+	var m *fixtures.FakeModel
+	d := startTestWith(tb, "agent: {clarify_timeout: 3600}\nlimits: {max_queued_per_session: 50}", func(fm *fixtures.FakeModel) {
+		m = fm
+		m.On("ask", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "clarify",
+			Arguments: `{"question":"which?","choices":["a","b"]}`}}})
 	})
 
 	// A real connection, drained by a reader so notifications never pile up.

@@ -22,12 +22,19 @@ import (
 )
 
 // startTest starts an in-process daemon whose model parks every turn.
-func startTest(t *testing.T, extra string) *Daemon {
+func startTest(t *testing.T, extra string) *Daemon { return startTestWith(t, extra, nil) }
+
+// startTestWith is startTest with the fake model's extra script (nil:
+// none); every other reply parks until the test ends.
+func startTestWith(t testing.TB, extra string, script func(*fixtures.FakeModel)) *Daemon {
 	t.Helper()
 	m := fixtures.NewFakeModel(t)
 	park := fixtures.NewGate()
 	t.Cleanup(park.Release)
 	m.Default(fixtures.Reply{Text: "parked", Gate: park})
+	if script != nil {
+		script(m)
+	}
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(fixtures.FakeModelConfig(m, extra)), 0o600); err != nil {
 		t.Fatal(err)

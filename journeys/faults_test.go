@@ -24,7 +24,6 @@ package journeys
 import (
 	"bufio"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -248,25 +247,11 @@ func ftNoTrace(t *testing.T, db *sqlx.DB, c *fixtures.Client, sessionID, inputID
 	}
 }
 
-// ftTurnEnd waits for turn.completed of admissionID.
-func ftTurnEnd(t *testing.T, c *fixtures.Client, admissionID string) (outcome, errText string) {
-	t.Helper()
-	e := c.WaitEvent(t, wait, func(e fixtures.Event) bool { return e.Type == "turn.completed" && e.AdmissionID == admissionID })
-	var p struct {
-		Outcome string `json:"outcome"`
-		Error   string `json:"error"`
-	}
-	if err := json.Unmarshal(e.Payload, &p); err != nil {
-		t.Fatal(err)
-	}
-	return p.Outcome, p.Error
-}
-
 // ftComplete submits text and asserts its turn completes.
 func ftComplete(t *testing.T, c *fixtures.Client, sessionID, inputID, text string) receipt {
 	t.Helper()
 	r := submit(t, c, sessionID, inputID, text)
-	if out, e := ftTurnEnd(t, c, r.AdmissionID); out != "completed" {
+	if out, e := trTurnEnd(t, c, r.AdmissionID); out != "completed" {
 		t.Fatalf("turn of %s: %s (%s), want completed", inputID, out, e)
 	}
 	return r
@@ -460,7 +445,7 @@ func TestFaultDiskFullMidTurn(t *testing.T) {
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
-	out, errText := ftTurnEnd(t, c, r.AdmissionID)
+	out, errText := trTurnEnd(t, c, r.AdmissionID)
 	if out != "failed" {
 		t.Fatalf("outcome %s (%s), want failed", out, errText)
 	}
@@ -935,7 +920,7 @@ func TestFaultModel(t *testing.T) {
 			resume(t, c, s.SessionID)
 			began := time.Now()
 			r := submit(t, c, s.SessionID, fmt.Sprint("fault-", i), tc.text)
-			out, errText := ftTurnEnd(t, c, r.AdmissionID)
+			out, errText := trTurnEnd(t, c, r.AdmissionID)
 			took := time.Since(began)
 			t.Logf("failed after %v: %s", took.Round(time.Millisecond), errText)
 			if out != "failed" {
@@ -963,7 +948,7 @@ func TestFaultModel(t *testing.T) {
 				t.Fatal("the daemon died")
 			}
 			r2 := submit(t, c, s.SessionID, fmt.Sprint("next-", i), next)
-			if out, e := ftTurnEnd(t, c, r2.AdmissionID); out != "completed" {
+			if out, e := trTurnEnd(t, c, r2.AdmissionID); out != "completed" {
 				t.Fatalf("next turn: %s (%s)", out, e)
 			}
 			reqs := m.RequestsWithLastUser(next)
