@@ -63,9 +63,12 @@ func KillGroupIfSame(id ProcessIdentity) (bool, error) {
 
 // groupOutlivesLeader reports whether live (not zombie) members of group
 // id.PID remain that belong to it: same boot, same session, started no
-// earlier than the recorded leader.
+// earlier than the recorded leader. Session 0 is a real value, not "unknown":
+// /proc shows it for every process whose session leader lives outside this
+// PID namespace (a container started without setsid, as on CI runners), and
+// it matches only 0.
 func groupOutlivesLeader(id ProcessIdentity) bool {
-	if boot, err := bootID(); err != nil || boot != id.BootID || id.Session == 0 {
+	if boot, err := bootID(); err != nil || boot != id.BootID {
 		return false
 	}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")

@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,8 +84,10 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	id, err := Identify(cmd.Process.Pid) // while the shell waits on stdin
-	if err != nil || id.Session == 0 {
+	// Identify while the shell waits on stdin. Its session may be 0: /proc
+	// says so when the session leader is outside this PID namespace (CI).
+	id, err := Identify(cmd.Process.Pid)
+	if err != nil || id.StartTicks == 0 {
 		t.Fatalf("Identify: %+v %v", id, err)
 	}
 	in.Write([]byte("go\n"))
@@ -114,5 +118,31 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 			t.Fatalf("background job %d still alive (%s)", bg, st.state)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKillGroupInPIDNamespace runs TestKillGroupAfterLeaderExited again in a
+// new PID namespace whose session leader is outside it, where /proc shows
+// session 0 for every process (as on CI runners). Needs root and unshare(1).
+func TestKillGroupInPIDNamespace(t *testing.T) {
+	if os.Getenv("SESSIOND_IN_PIDNS") != "" {
+		t.Skip("already inside the namespace")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a PID namespace")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare(1) not installed")
+	}
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", os.Args[0],
+		"-test.run", "^TestKillGroupAfterLeaderExited$", "-test.v", "-test.count", "1")
+	cmd.Env = append(os.Environ(), "SESSIOND_IN_PIDNS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("in a new PID namespace: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestKillGroupAfterLeaderExited") {
+		t.Fatalf("the test did not run in the namespace:\n%s", out)
 	}
 }
