@@ -176,11 +176,14 @@ type DaemonInfo struct {
 
 // StorageInfo is daemon.info's storage member. WALBytes is the size of
 // state.db-wal at the last checkpoint (RFC 3339 LastCheckpointAt, empty
-// before the first); CheckpointError is set while checkpoints fail (state.db
-// cannot be written: commits still land durably in the WAL, which grows).
+// before the first); CheckpointBusy says that checkpoint did not run because
+// another connection or process was checkpointing; CheckpointError is set
+// while checkpoints fail (state.db cannot be written: commits still land
+// durably in the WAL, which grows). See docs/protocol.md Part 2 F.
 type StorageInfo struct {
 	WALBytes         int64  `json:"wal_bytes"`
 	LastCheckpointAt string `json:"last_checkpoint_at,omitempty"`
+	CheckpointBusy   bool   `json:"checkpoint_busy,omitempty"`
 	CheckpointError  string `json:"checkpoint_error,omitempty"`
 }
 

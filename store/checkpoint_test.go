@@ -3,11 +3,15 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is an io.Writer safe for the committer goroutine's logs.
@@ -76,5 +80,146 @@ func TestCheckpointAfterClose(t *testing.T) {
 	db.Close()
 	if _, err := db.Checkpoint(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Checkpoint after Close: %v", err)
+	}
+}
+
+// TestCheckpointsRunOffTheWriter: the committing connection never
+// checkpoints by itself (wal_autocheckpoint 0); after CheckpointAfter
+// commits the checkpointer copies the WAL into state.db on its own
+// connection.
+func TestCheckpointsRunOffTheWriter(t *testing.T) {
+	db := openTest(t, Options{CheckpointAfter: 16})
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.Get(&n, "PRAGMA wal_autocheckpoint"); err != nil {
+			return err
+		}
+		if n != 0 {
+			t.Errorf("writer wal_autocheckpoint = %d, want 0", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.LastCheckpoint(); !st.At.IsZero() {
+		t.Fatalf("a checkpoint before any was due: %+v", st)
+	}
+	for i := range 16 {
+		if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprint("p-", i)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for db.LastCheckpoint().At.IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint 20 s after CheckpointAfter commits")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := db.LastCheckpoint(); st.Err != nil || st.Checkpointed == 0 || st.WALFrames == 0 {
+		t.Fatalf("checkpoint after 16 commits: %+v, want WAL pages copied", st)
+	}
+	if b, c := db.Stats(); c != 17 || b == 0 {
+		t.Fatalf("Stats = %d batches, %d txs: a checkpoint counted as a commit?", b, c)
+	}
+}
+
+// TestWALStartsOverUnderSustainedWrites: with writes arriving while the
+// checkpointer copies, it can never copy the whole WAL, so the WAL would
+// grow without bound; once it holds catchUpPages the committer finishes the
+// copy between two batches and the WAL starts over. The WAL file stays
+// within a small multiple of catchUpPages.
+func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
+	const catchUp = 64
+	db := openTest(t, Options{CheckpointAfter: 8, catchUpPages: catchUp})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 750 {
+				if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprintf("w%d-%d-%s", w, i, strings.Repeat("x", 200))) }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fi, err := os.Stat(db.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.catchUps.Load() == 0 {
+		t.Fatalf("3,000 commits and no catch-up checkpoint (WAL %d bytes)", fi.Size())
+	}
+	if limit := int64(16 * catchUp * 4096); fi.Size() > limit {
+		t.Fatalf("WAL is %d bytes after 3,000 commits, want at most %d: it did not start over", fi.Size(), limit)
+	}
+	t.Logf("WAL %d bytes, %d catch-up checkpoints", fi.Size(), db.catchUps.Load())
+	if n := countPatterns(t, db); n != 3000 {
+		t.Fatalf("%d rows, want 3000", n)
+	}
+}
+
+// TestCheckpointBusy: while another connection runs a checkpoint (here a
+// RESTART one, waiting for a reader on an old snapshot), a passive
+// checkpoint cannot start. It reports Busy, not success and not a failure.
+func TestCheckpointBusy(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "before") }); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := db.Reader().Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if _, err := reader.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.GetContext(ctx, &n, "SELECT count(*) FROM approval_allowlist"); err != nil { // the snapshot starts
+		t.Fatal(err)
+	}
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "after") }); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", DSN(db.Path(), true, Options{BusyTimeout: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	restarted := make(chan error, 1)
+	go func() {
+		_, err := other.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)") // waits for the reader
+		restarted <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := db.Checkpoint(ctx)
+		if err != nil {
+			t.Fatalf("checkpoint beside another one: %+v %v, want Busy and no error", st, err)
+		}
+		if st.Busy {
+			if last := db.LastCheckpoint(); !last.Busy || last.Err != nil {
+				t.Fatalf("LastCheckpoint = %+v", last)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Busy checkpoint in 20 s beside a waiting RESTART checkpoint: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	reader.ExecContext(ctx, "COMMIT")
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	if st, err := db.Checkpoint(ctx); err != nil || st.Busy {
+		t.Fatalf("checkpoint once alone: %+v %v", st, err)
 	}
 }
