@@ -3,10 +3,13 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/sessiond/sessiond/store"
 )
 
 // Turn is one claimed admission handed to the Executor.
@@ -16,10 +19,22 @@ type Turn struct {
 
 // Result is how the Executor says a turn ended. Outcome is completed or
 // failed (with Error); the scheduler itself settles interrupted turns.
+//
+// Finish, when not nil, runs first in the settle transaction, whatever the
+// outcome (e.g. the model's final answer, written in the same commit as the
+// turn's end). If it fails with anything but a store failure (which the
+// settle retries), the turn settles failed without it, naming the error.
 type Result struct {
 	Outcome Outcome
 	Error   string
+	Finish  func(tx *store.Tx) error
 }
+
+// finishError marks a Result.Finish failure inside a settle.
+type finishError struct{ err error }
+
+func (e *finishError) Error() string { return "finish the turn: " + e.err.Error() }
+func (e *finishError) Unwrap() error { return e.err }
 
 // Executor runs one turn to its end. ctx is cancelled on session.interrupt
 // and on graceful stop; Run must then stop its tools and return promptly.
@@ -279,7 +294,11 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	// started row behind, or the session would start nothing more. Only a
 	// graceful stop that gave up waiting (Stop's ctx ended) abandons it;
 	// the row then becomes unknown at the next boot.
-	final, err := s.settle(r, outcome, errText)
+	final, err := s.settle(r, outcome, errText, res.Finish)
+	if fe := (*finishError)(nil); errors.As(err, &fe) {
+		s.log.Error("a turn's final write failed; settling it failed without it", "admission_id", r.a.AdmissionID, "err", fe.err)
+		final, err = s.settle(r, OutcomeFailed, fmt.Sprintf("persist the turn's end: %v", fe.err), nil)
+	}
 	if err != nil {
 		s.log.Error("settle failed; the admission stays started and becomes unknown at the next boot",
 			"admission_id", r.a.AdmissionID, "err", err)
@@ -305,13 +324,29 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	s.mu.Unlock()
 }
 
-// settle settles r, retrying store failures with a backoff from retryMin
-// to retryMax until it commits, fails for good (stale, not found, illegal)
-// or the scheduler is torn down.
-func (s *Scheduler) settle(r *run, outcome Outcome, errText string) (Admission, error) {
+// settle settles r, running finish (when not nil) first in the same
+// transaction, retrying store failures with a backoff from retryMin to
+// retryMax until it commits, fails for good (stale, not found, illegal, a
+// finishError) or the scheduler is torn down.
+func (s *Scheduler) settle(r *run, outcome Outcome, errText string, finish func(*store.Tx) error) (Admission, error) {
+	hook := s.hook
+	if finish != nil {
+		hook = func(tx *store.Tx, a Admission, resolution string) error {
+			if err := finish(tx); err != nil {
+				if store.Classify(err) != err || errors.Is(err, store.ErrUnavailable) {
+					return err // a store failure: retried
+				}
+				return &finishError{err}
+			}
+			if s.hook != nil {
+				return s.hook(tx, a, resolution)
+			}
+			return nil
+		}
+	}
 	backoff := retryMin
 	for attempt := 1; ; attempt++ {
-		final, err := s.q.Settle(context.Background(), r.a, outcome, errText, s.hook)
+		final, err := s.q.Settle(context.Background(), r.a, outcome, errText, hook)
 		if err == nil || !isRetryable(err) {
 			return final, err
 		}
@@ -331,7 +366,9 @@ func (s *Scheduler) settle(r *run, outcome Outcome, errText string) (Admission, 
 }
 
 func isRetryable(err error) bool {
-	return !errors.Is(err, ErrStaleGeneration) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIllegalTransition)
+	var fe *finishError
+	return !errors.Is(err, ErrStaleGeneration) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIllegalTransition) &&
+		!errors.As(err, &fe)
 }
 
 // Interrupt stops the turn running in sessionID and waits until it settled

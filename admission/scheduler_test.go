@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -618,4 +621,83 @@ func TestSchedulerInterruptDuringClaimWindow(t *testing.T) {
 		f.finish("a1", admission.Result{Outcome: admission.OutcomeCompleted})
 		t.Fatalf("an interrupt of the generation announced by turn.started found no running turn (err %v); the turn ran on", r.err)
 	}
+}
+
+// TestSchedulerFinishInSettle: Result.Finish runs in the settle
+// transaction: its writes and events come before turn.completed in the same
+// commit. A Finish that fails with anything
+// but a store failure is rolled back and the turn settles failed, naming
+// the error; a store failure is retried like any settle.
+func TestSchedulerFinishInSettle(t *testing.T) {
+	t.Cleanup(admission.SetRetryBackoff(time.Millisecond, time.Millisecond))
+	e := newEnv(t)
+	e.session("s")
+	se := newSched(t, e, 1, nil)
+	reply := func(adm, text string) func(tx *store.Tx) error {
+		return func(tx *store.Tx) error {
+			var st string
+			if err := tx.Get(&st, `SELECT status FROM session_admissions WHERE status <> 'terminal' AND status = 'started'`); err != nil {
+				return fmt.Errorf("Finish ran outside the settle: %w", err)
+			}
+			if _, err := tx.AppendMessage("s", adm, store.RoleAssistant, text, nil, "", ""); err != nil {
+				return err
+			}
+			_, err := tx.AppendEvent("s", "message.completed", adm, 0, map[string]any{"text": text})
+			return err
+		}
+	}
+	lastEvents := func(n int) []string {
+		evs := e.events("s")
+		var out []string
+		for _, ev := range evs[len(evs)-n:] {
+			out = append(out, ev.Type)
+		}
+		return out
+	}
+
+	a := se.submit("s", "a")
+	se.f.next("a")
+	se.f.finish("a", admission.Result{Outcome: admission.OutcomeCompleted, Finish: reply(a.AdmissionID, "answer a")})
+	se.waitStatus(a.AdmissionID, admission.StatusTerminal, "completed")
+	if got := lastEvents(3); !slices.Equal(got, []string{"message.completed", "admission.updated", "turn.completed"}) {
+		t.Fatalf("last events %v", got)
+	}
+
+	// A Finish that fails on its own: rolled back, the turn fails naming it.
+	var calls atomic.Int32
+	b := se.submit("s", "b")
+	se.f.next("b")
+	se.f.finish("b", admission.Result{Outcome: admission.OutcomeCompleted, Finish: func(tx *store.Tx) error {
+		calls.Add(1)
+		if err := reply(b.AdmissionID, "never stored")(tx); err != nil {
+			return err
+		}
+		return errors.New("the reply does not fit")
+	}})
+	row := se.waitStatus(b.AdmissionID, admission.StatusTerminal, "failed")
+	if !strings.Contains(row.Error.String, "the reply does not fit") || calls.Load() != 1 {
+		t.Fatalf("failed with %q after %d Finish calls", row.Error.String, calls.Load())
+	}
+	for _, m := range e.messages("s") {
+		if m.Content == "never stored" {
+			t.Fatal("a failed Finish's message was committed")
+		}
+	}
+
+	// A store failure inside Finish is retried until the settle commits.
+	calls.Store(0)
+	c := se.submit("s", "c")
+	se.f.next("c")
+	se.f.finish("c", admission.Result{Outcome: admission.OutcomeCompleted, Finish: func(tx *store.Tx) error {
+		if calls.Add(1) < 3 {
+			return fmt.Errorf("%w: simulated", store.ErrUnavailable)
+		}
+		return reply(c.AdmissionID, "answer c")(tx)
+	}})
+	se.waitStatus(c.AdmissionID, admission.StatusTerminal, "completed")
+	if calls.Load() != 3 {
+		t.Fatalf("Finish ran %d times, want 3 (two store failures, then the commit)", calls.Load())
+	}
+
+	se.f.check()
 }

@@ -59,8 +59,9 @@ type Journal interface {
 	// Transcript returns the session's transcript, including this turn's
 	// user message.
 	Transcript(ctx context.Context, t Turn) ([]Stored, error)
-	// AssistantMessage appends an assistant message (text and tool calls)
-	// and emits message.completed.
+	// AssistantMessage appends an assistant message with tool calls and
+	// emits message.completed. The final answer (no tool calls) is not
+	// written here but returned in Result.Reply.
 	AssistantMessage(ctx context.Context, t Turn, content string, calls []model.ToolCall) error
 	// ToolStarted emits tool.started.
 	ToolStarted(ctx context.Context, t Turn, ev ToolEvent) error
@@ -105,9 +106,16 @@ type Runner struct {
 // Result of a turn: Outcome is "completed" or "failed" (with Error). A
 // cancelled ctx means the caller settles the turn interrupted, whatever
 // Run returns.
+//
+// Reply is set when the model gave its final answer (an assistant message
+// without tool calls), which Run does not persist: the caller writes it in
+// the transaction that settles the turn, so that the answer and the turn's
+// end are one commit (message.completed, then turn.completed), also when
+// the turn was interrupted as the answer arrived.
 type Result struct {
 	Outcome string
 	Error   string
+	Reply   *string
 }
 
 func failed(format string, args ...any) Result {
@@ -150,13 +158,13 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 			return failed("%v", err) // model.Error texts start with "model: "
 		}
 		calls := dedupeCalls(resp.ToolCalls, transcript)
+		if len(calls) == 0 {
+			return Result{Outcome: "completed", Reply: &resp.Content}
+		}
 		if err := r.Journal.AssistantMessage(ctx, t, resp.Content, calls); err != nil {
 			return failed("persist assistant message: %v", err)
 		}
 		transcript = append(transcript, Stored{Role: model.RoleAssistant, Content: resp.Content, ToolCalls: calls})
-		if len(calls) == 0 {
-			return Result{Outcome: "completed"}
-		}
 		for _, c := range calls {
 			if ctx.Err() != nil {
 				return Result{Outcome: "failed", Error: "interrupted"}

@@ -62,12 +62,19 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	if err != nil {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
-	res := e.runner.Run(ctx, agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()},
-		agent.Turn{SessionID: s.SessionID, AdmissionID: t.Admission.AdmissionID, Generation: t.Admission.Generation()})
+	turn := agent.Turn{SessionID: s.SessionID, AdmissionID: t.Admission.AdmissionID, Generation: t.Admission.Generation()}
+	res := e.runner.Run(ctx, agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}, turn)
+	out := admission.Result{Outcome: admission.OutcomeFailed, Error: res.Error}
 	if res.Outcome == "completed" {
-		return admission.Result{Outcome: admission.OutcomeCompleted}
+		out = admission.Result{Outcome: admission.OutcomeCompleted}
 	}
-	return admission.Result{Outcome: admission.OutcomeFailed, Error: res.Error}
+	if res.Reply != nil {
+		// The final answer is written by the settle transaction (fenced by
+		// its guarded UPDATE), one commit fewer per turn.
+		reply := *res.Reply
+		out.Finish = func(tx *store.Tx) error { return appendAssistant(tx, turn, reply, nil) }
+	}
+	return out
 }
 
 // journal implements agent.Journal on the store; every write is fenced on
@@ -112,18 +119,24 @@ func (j *journal) AssistantMessage(ctx context.Context, t agent.Turn, content st
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
-		var sc []store.ToolCall
-		for _, c := range calls {
-			sc = append(sc, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-		}
-		m, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleAssistant, content, sc, "", "")
-		if err != nil {
-			return err
-		}
-		_, err = tx.AppendEvent(t.SessionID, "message.completed", t.AdmissionID, t.Generation,
-			map[string]any{"message": messageWire(m)})
-		return err
+		return appendAssistant(tx, t, content, calls)
 	})
+}
+
+// appendAssistant appends an assistant message of turn t and its
+// message.completed event in tx; the caller fences tx.
+func appendAssistant(tx *store.Tx, t agent.Turn, content string, calls []model.ToolCall) error {
+	var sc []store.ToolCall
+	for _, c := range calls {
+		sc = append(sc, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	m, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleAssistant, content, sc, "", "")
+	if err != nil {
+		return err
+	}
+	_, err = tx.AppendEvent(t.SessionID, "message.completed", t.AdmissionID, t.Generation,
+		map[string]any{"message": messageWire(m)})
+	return err
 }
 
 func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEvent) error {

@@ -383,17 +383,23 @@ func TestFaultDiskFull(t *testing.T) {
 	ftAfterFault(t, d, pid, c, m, s.SessionID, "while-full", text, before)
 }
 
-// TestFaultDiskFullMidTurn: the disk fills while the model is streaming an
-// answer, so the turn's own writes fail (the assistant message cannot be
-// persisted, nor the turn settled).
+// TestFaultDiskFullMidTurn: the disk fills while the model is streaming, so
+// the turn's own writes fail.
 //
-// What the daemon does: the turn fails ("persist assistant message: storage
-// unavailable: … full") and its settle is retried in the background; once
-// space is back it settles terminal/failed with that error and a boundary
-// note, the answer that could not be stored is not in the transcript, the
-// input reached the model exactly once and is never sent again as new
-// input, and the next input of the session runs — without a restart. If the
-// daemon dies while the store is still failing, the admission is left
+// What the daemon does when the reply asks for a tool call: that assistant
+// message cannot be persisted, so the turn fails ("persist assistant
+// message: storage unavailable: … full"; the call never runs) and its settle
+// is retried in the background; once space is back it settles
+// terminal/failed with that error and a boundary note, the reply that could
+// not be stored is not in the transcript, the input reached the model
+// exactly once and is never sent again as new input, and the next input of
+// the session runs — without a restart.
+//
+// When the reply is the final answer, it is written by the settle itself,
+// which is retried with the answer: once space is back the turn completes
+// with its answer stored, and the next request carries it.
+//
+// If the daemon dies while the store is still failing, the admission is left
 // started, becomes unknown at the next boot (never re-run) and waits for
 // prompt.resolve_unknown like any turn lost in a crash.
 func TestFaultDiskFullMidTurn(t *testing.T) {
@@ -401,13 +407,15 @@ func TestFaultDiskFullMidTurn(t *testing.T) {
 	home := ftMountTmpfs(t, 16<<10)
 	wal := filepath.Join(home, "state.db-wal")
 	m := fixtures.NewFakeModel(t)
-	// Long answers: persisting one needs many more pages than the two left
+	// Long replies: persisting one needs many more pages than the two left
 	// free below.
-	answer := "an answer that cannot be saved: " + strings.Repeat("lorem ipsum dolor ", 1500)
-	const question = "please answer at length"
+	long := strings.Repeat("lorem ipsum dolor ", 1500)
+	answer := "an answer kept until the disk has room: " + long
+	const question = "please run something long"
 	gate := fixtures.NewGate()
 	t.Cleanup(gate.Release)
-	m.On(question, fixtures.Reply{Text: answer, StreamGate: gate})
+	m.On(question, fixtures.Reply{StreamGate: gate, ToolCalls: []fixtures.FakeToolCall{
+		{Name: "terminal", Arguments: jsonArgs(map[string]string{"command": "echo " + long})}}})
 	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Home: home, Config: ftStartConfig(m)})
 	pid := d.PID()
 	c := d.Dial(t)
@@ -432,15 +440,14 @@ func TestFaultDiskFullMidTurn(t *testing.T) {
 
 	r := submit(t, c, s.SessionID, "q1", question)
 	ballast := midTurnFault(gate, "the first turn")
-	// While the disk is full nothing of the answer is stored and the turn
-	// stays started; the client has seen it stream.
+	// While the disk is full nothing of the reply is stored and the turn
+	// stays started.
 	if st, _, _ := ftAdmission(t, db, r.AdmissionID); st != "started" {
 		t.Fatalf("admission is %s while its writes fail, want started", st)
 	}
 	if roles := ftRoles(ftMessagesOf(t, db, r.AdmissionID)); roles != "user" {
 		t.Fatalf("transcript of the failing turn: %s, want only the user message", roles)
 	}
-	c.WaitEvent(t, wait, func(e fixtures.Event) bool { return e.Type == "message.delta" && e.AdmissionID == r.AdmissionID })
 
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
@@ -471,10 +478,36 @@ func TestFaultDiskFullMidTurn(t *testing.T) {
 		t.Fatalf("user texts of the next request: %q", last.UserTexts)
 	}
 	if strings.Contains(string(last.Raw), "lorem ipsum") {
-		t.Fatal("the answer that was never stored reached the next request")
+		t.Fatal("the reply that was never stored reached the next request")
 	}
 	if !d.Running() || d.PID() != pid {
 		t.Fatal("the daemon restarted or died")
+	}
+
+	// The final answer while the disk is full: the settle that writes it is
+	// retried, with it, until there is room; the turn completes.
+	const question1 = "please answer at length"
+	gate1 := fixtures.NewGate()
+	t.Cleanup(gate1.Release)
+	m.On(question1, fixtures.Reply{Text: answer, StreamGate: gate1})
+	r1 := submit(t, c, s.SessionID, "q-answer", question1)
+	ballast = midTurnFault(gate1, "the answer")
+	if st, _, _ := ftAdmission(t, db, r1.AdmissionID); st != "started" {
+		t.Fatalf("admission is %s while its settle fails, want started", st)
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	if out, errText := trTurnEnd(t, c, r1.AdmissionID); out != "completed" {
+		t.Fatalf("the answered turn: %s (%s), want completed once the disk has room", out, errText)
+	}
+	if ms := ftMessagesOf(t, db, r1.AdmissionID); ftRoles(ms) != "user,assistant" || ms[1].Content != answer {
+		t.Fatalf("transcript of the answered turn: %s, want the user message and the whole answer", ftRoles(ms))
+	}
+	ftComplete(t, c, s.SessionID, "q-after-answer", "thanks")
+	reqs = m.RequestsWithLastUser("thanks")
+	if !strings.Contains(string(reqs[len(reqs)-1].Raw), "an answer kept until the disk has room") {
+		t.Fatal("the next request lacks the answer stored after the fault")
 	}
 
 	// The daemon dies while the store still fails: at the next boot the
