@@ -183,11 +183,17 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 		CreatedAt    string  `db:"created_at"`
 		Running      *string `db:"running"`
 		PendingCount int64   `db:"pending_count"`
+		UnknownCount int64   `db:"unknown_count"`
+		OpenPrompts  int64   `db:"open_prompts"`
 	}
+	// Every subquery is an index seek: the partial indexes need their WHERE
+	// terms repeated (status <> 'terminal', status = 'open').
 	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
 		return tx.Select(&rows, `SELECT s.session_id, s.title, s.cwd, s.created_at,
 			(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
-			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count
+			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
+			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
+			(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
 			FROM sessions s `+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
 	})
 	if err != nil {
@@ -201,7 +207,8 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 			break
 		}
 		out.Sessions = append(out.Sessions, rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd,
-			CreatedAt: r.CreatedAt, Running: r.Running, PendingCount: r.PendingCount})
+			CreatedAt: r.CreatedAt, Running: r.Running, PendingCount: r.PendingCount,
+			UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts})
 	}
 	return out, nil
 }

@@ -157,6 +157,35 @@ func ctlSessionLine(table, sessionID, state string) bool {
 	return false
 }
 
+// ctlListedSession is a row of `sessionctl sessions --json` (session.list).
+type ctlListedSession struct {
+	SessionID       string  `json:"session_id"`
+	Running         *string `json:"running"`
+	PendingCount    int     `json:"pending_count"`
+	UnknownCount    int     `json:"unknown_count"`
+	OpenPromptCount int     `json:"open_prompt_count"`
+}
+
+// ctlListed returns session sessionID's row of `sessionctl sessions --json`.
+func ctlListed(t *testing.T, home, sessionID string) ctlListedSession {
+	t.Helper()
+	r := ctl(t, home, "", "sessions", "--json")
+	ctlWant(t, r, 0)
+	var listed struct {
+		Sessions []ctlListedSession `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil {
+		t.Fatalf("sessions --json: %v\n%s", err, r)
+	}
+	for _, l := range listed.Sessions {
+		if l.SessionID == sessionID {
+			return l
+		}
+	}
+	t.Fatalf("sessions --json has no row for %s:\n%s", sessionID, r.stdout)
+	return ctlListedSession{}
+}
+
 type ctlPendingJSON struct {
 	Pending []receipt `json:"pending"`
 	Prompts []struct {
@@ -333,6 +362,13 @@ func TestSessionctlVerbs(t *testing.T) {
 	delSend := ctlStart(t, home, "send", s, "delete the victim", "--input-id", "delete-1")
 	del := submit(t, c, s, "delete-1", "delete the victim") // the same admission as send's
 	pid := ctlWaitPrompt(t, c, del.AdmissionID)
+	r = ctl(t, home, "", "sessions")
+	if !ctlSessionLine(r.stdout, s, "waiting for you") {
+		t.Fatalf("sessions does not show %s waiting on its approval:\n%s", s, r.stdout)
+	}
+	if l := ctlListed(t, home, s); l.OpenPromptCount != 1 || l.Running == nil || *l.Running != del.AdmissionID || l.UnknownCount != 0 {
+		t.Fatalf("session.list row while the approval waits: %+v", l)
+	}
 	r = ctl(t, home, "", "pending", s)
 	if !strings.Contains(r.stdout, pid) || !strings.Contains(r.stdout, "approval") || !strings.Contains(r.stdout, "rm -rf ./victim") {
 		t.Fatalf("pending does not show the approval prompt:\n%s", r.stdout)
@@ -405,6 +441,9 @@ func TestSessionctlVerbs(t *testing.T) {
 	r = ctl(t, home, "", "sessions")
 	if !ctlSessionLine(r.stdout, s, "held (unknown)") {
 		t.Fatalf("sessions does not show %s held:\n%s", s, r.stdout)
+	}
+	if l := ctlListed(t, home, s); l.UnknownCount != 1 || l.Running != nil || l.OpenPromptCount != 0 {
+		t.Fatalf("session.list row of the held session: %+v", l)
 	}
 	r = ctl(t, home, "n\n", "resolve", s, unknown.AdmissionID)
 	ctlWant(t, r, 1, "not resolved")

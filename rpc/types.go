@@ -284,14 +284,21 @@ type SessionListParams struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// SessionSummary is one row of session.list.
+// SessionSummary is one row of session.list. Running is the admission id
+// of the running turn (null when none); PendingCount counts the admissions
+// not yet terminal (queued, started, unknown), UnknownCount those left
+// unknown by a crash (the queue is held until prompt.resolve_unknown), and
+// OpenPromptCount the approvals and clarifications waiting for an answer.
+// See docs/protocol.md Part 2 A.
 type SessionSummary struct {
-	SessionID    string  `json:"session_id"`
-	Title        string  `json:"title"`
-	Cwd          string  `json:"cwd"`
-	CreatedAt    string  `json:"created_at"`
-	Running      *string `json:"running"`
-	PendingCount int64   `json:"pending_count"`
+	SessionID       string  `json:"session_id"`
+	Title           string  `json:"title"`
+	Cwd             string  `json:"cwd"`
+	CreatedAt       string  `json:"created_at"`
+	Running         *string `json:"running"`
+	PendingCount    int64   `json:"pending_count"`
+	UnknownCount    int64   `json:"unknown_count"`
+	OpenPromptCount int64   `json:"open_prompt_count"`
 }
 
 // SessionList is the result of session.list.

@@ -67,9 +67,11 @@ func (a *app) sessionsCommand() *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List the sessions",
 		Long: `Prints a table of sessions, newest first: id, title, state, pending inputs,
-cwd and creation time. The state is running (a turn runs), held (unknown)
-(an input was left unknown by a daemon crash and holds the queue until
-sessionctl resolve), queued (inputs wait, e.g. for capacity) or idle.`,
+cwd and creation time. The state is held (unknown) (an input was left
+unknown by a daemon crash and holds the queue until sessionctl resolve),
+waiting for you (a turn waits on an approval or a question: see sessionctl
+pending), running (a turn runs), queued (inputs wait, e.g. for capacity)
+or idle.`,
 		Example: `  sessionctl sessions
   sessionctl sessions --limit 5
   sessionctl sessions --json | jq -r '.sessions[].session_id'`,
@@ -82,8 +84,8 @@ sessionctl resolve), queued (inputs wait, e.g. for capacity) or idle.`,
 		if limit < 0 {
 			return usageError("--limit must be >= 0")
 		}
-		// The states are looked up with session.resume, which subscribes
-		// the connection: drop the events.
+		// The reason of a queued session is looked up with session.resume,
+		// which subscribes the connection: drop the events.
 		c, _, err := a.connect(ctx, rpc.DialOptions{OnNotification: func(rpc.Notification) {}})
 		if err != nil {
 			return err
@@ -128,12 +130,15 @@ sessionctl resolve), queued (inputs wait, e.g. for capacity) or idle.`,
 	return cmd
 }
 
-// sessionState is the STATE column of sessions. session.list says only
-// whether a turn runs and how many inputs are pending, so a session with
-// pending inputs and no running turn is looked up: its first pending
-// input is unknown (held until resolved) or queued.
+// sessionState is the STATE column of sessions, from session.list's
+// counts; only a queued session is looked up (session.resume), for why its
+// inputs wait.
 func (a *app) sessionState(ctx context.Context, c *rpc.Client, s rpc.SessionSummary) (string, error) {
 	switch {
+	case s.UnknownCount > 0:
+		return "held (unknown)", nil
+	case s.OpenPromptCount > 0:
+		return "waiting for you", nil
 	case s.Running != nil:
 		return "running", nil
 	case s.PendingCount == 0:
