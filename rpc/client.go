@@ -417,7 +417,9 @@ type wireMessage struct {
 
 func (c *Client) dispatch(data []byte) {
 	var m wireMessage
-	if json.Unmarshal(data, &m) != nil {
+	// Member names are case-sensitive (JSON-RPC 2.0), as on the daemon's
+	// side: a frame saying "ID" or "Result" is not a reply to anything.
+	if checkMemberCase(data, &m) != nil || json.Unmarshal(data, &m) != nil {
 		return // not JSON-RPC; nothing to match it to
 	}
 	if m.Method != "" && len(m.ID) == 0 {

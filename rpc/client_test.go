@@ -316,3 +316,37 @@ func TestClientSlowConsumerIsClosed(t *testing.T) {
 		t.Fatalf("close status %d (call err %v)", c.CloseStatus(), err)
 	}
 }
+
+// TestClientMemberNamesAreCaseSensitive: a frame whose member names differ
+// from JSON-RPC's only by case ("ID", "Result", "Method") is neither a
+// reply nor a notification; the well-formed reply that follows is.
+func TestClientMemberNamesAreCaseSensitive(t *testing.T) {
+	var got []Notification
+	c := &Client{pending: map[int64]chan clientResponse{}, opt: DialOptions{OnNotification: func(n Notification) { got = append(got, n) }}}
+	ch := make(chan clientResponse, 2)
+	c.pending[1] = ch
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","ID":1,"result":{"n":"wrong"}}`,
+		`{"jsonrpc":"2.0","id":1,"Result":{"n":"wrong"}}`,
+		`{"jsonrpc":"2.0","Method":"session.event","params":{}}`,
+	} {
+		c.dispatch([]byte(f))
+		select {
+		case r := <-ch:
+			t.Fatalf("%s was taken as the reply: %+v", f, r)
+		default:
+		}
+	}
+	if len(got) != 0 {
+		t.Fatalf("notifications from wrong-case frames: %+v", got)
+	}
+	c.dispatch([]byte(`{"jsonrpc":"2.0","id":1,"result":{"n":"right"}}`))
+	select {
+	case r := <-ch:
+		if string(r.result) != `{"n":"right"}` {
+			t.Fatalf("reply %s", r.result)
+		}
+	default:
+		t.Fatal("the well-formed reply was not delivered")
+	}
+}
