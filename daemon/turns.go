@@ -151,7 +151,8 @@ func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEv
 }
 
 // ToolRunning appends tool.running {tool_call_id, pid, boot_id,
-// start_ticks}: the command's process group and its identity, read at boot
+// start_ticks, session, marker}: the command's process group and its
+// identity (tools.ProcessIdentity), read at boot
 // after a crash (killLeftoverTools) and when the turn is closed
 // (store.CloseTurn words the result "was running", not "not run").
 func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEvent, proc tools.ProcessIdentity) error {
@@ -161,7 +162,7 @@ func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEv
 		}
 		_, err := tx.AppendEvent(t.SessionID, "tool.running", t.AdmissionID, t.Generation,
 			map[string]any{"tool_call_id": ev.CallID, "pid": proc.PID, "boot_id": proc.BootID, "start_ticks": proc.StartTicks,
-				"session": proc.Session})
+				"session": proc.Session, "marker": proc.Marker})
 		return err
 	})
 }
@@ -207,8 +208,9 @@ func messageWire(m store.Message) map[string]any {
 // killLeftoverTools is a boot step after Recover: a command that was
 // running when an earlier daemon died (a tool.running event of an unknown
 // admission) may still run, orphaned. Its process group is killed if its
-// leader is still the very process recorded (same boot id and start time;
-// tools.KillGroupIfSame), so a reused pid is never hit. The model is told
+// leader is still the very process recorded, or its members still carry the
+// command's marker (tools.KillGroupIfSame), so a reused pid is never hit.
+// The model is told
 // when the turn is resolved (admission.CrashedWhileRunning).
 func (d *Daemon) killLeftoverTools(ctx context.Context) error {
 	var rows []struct {

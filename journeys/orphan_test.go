@@ -42,19 +42,31 @@ func groupAlive(t *testing.T, pgid int) bool {
 
 // TestCrashKillsOrphanedCommand: the daemon dies (SIGKILL) while a
 // command runs. The command outlives it, orphaned; the next start kills
-// its whole process group (it is still the very process recorded in
-// tool.running), and once the operator resolves the turn the model is
-// told the command was interrupted while running, effects unknown — not
-// that it never ran.
+// its whole process group, and once the operator resolves the turn the
+// model is told the command was interrupted while running, effects unknown
+// — not that it never ran. Two cases: the group's leader (the command's
+// shell) still runs at the restart, so it is the very process recorded in
+// tool.running; or the leader exited when the daemon died, leaving a
+// background job that carries the command's marker (tools.MarkerEnv).
 func TestCrashKillsOrphanedCommand(t *testing.T) {
+	for _, tc := range []struct{ name, command string }{
+		{"leader runs", ": > started; sleep 300 & sleep 300; echo finished"},
+		{"leader exited", ": > started; sleep 300 & while kill -0 $PPID 2>/dev/null; do sleep 0.05; done"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { crashKillsOrphan(t, tc.command, tc.name == "leader exited") })
+	}
+}
+
+func crashKillsOrphan(t *testing.T, command string, leaderExits bool) {
 	m := fixtures.NewFakeModel(t)
 	m.On("run the long job",
-		fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{trTerm("long1", "sleep 300 & sleep 300; echo finished")}},
+		fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{trTerm("long1", command)}},
 		fixtures.Reply{Text: "never reached"})
 	m.On("what happened?", fixtures.Reply{Text: "it was interrupted"})
 	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: \"off\"}")})
 	c := d.Dial(t)
-	s := createSession(t, c, map[string]any{})
+	cwd := t.TempDir()
+	s := createSession(t, c, map[string]any{"cwd": cwd})
 	resume(t, c, s.SessionID)
 	r := submit(t, c, s.SessionID, "long", "run the long job")
 	ev := c.WaitEvent(t, 20*time.Second, func(e fixtures.Event) bool {
@@ -65,17 +77,34 @@ func TestCrashKillsOrphanedCommand(t *testing.T) {
 		PID        int    `json:"pid"`
 		BootID     string `json:"boot_id"`
 		StartTicks uint64 `json:"start_ticks"`
+		Marker     string `json:"marker"`
 	}
 	if err := json.Unmarshal(ev.Payload, &running); err != nil || running.ToolCallID != "long1" || running.PID <= 1 ||
-		running.BootID == "" || running.StartTicks == 0 {
+		running.BootID == "" || running.StartTicks == 0 || len(running.Marker) != 32 {
 		t.Fatalf("tool.running payload %s (%v)", ev.Payload, err)
 	}
 	gen := *ev.ExecutionGeneration
+	// tool.running is committed (and published) before the daemon opens
+	// the command's gate: killed in between, the command never runs (the
+	// gate reads EOF). This test needs it running: wait for its first step.
+	fixtures.Eventually(t, wait, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(cwd, "started"))
+		return err == nil
+	})
 	d.SIGKILL(t)
 	if !groupAlive(t, running.PID) {
 		t.Fatalf("process group %d died with the daemon; this test needs it orphaned", running.PID)
 	}
 	t.Cleanup(func() { _ = killGroupQuietly(running.PID) })
+	if leaderExits {
+		fixtures.Eventually(t, 20*time.Second, fmt.Sprintf("the group's leader %d to exit", running.PID), func() bool {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", running.PID))
+			return err != nil || strings.Contains(string(b), ") Z ")
+		})
+		if !groupAlive(t, running.PID) {
+			t.Fatalf("the background job of group %d died with its leader; this test needs it orphaned", running.PID)
+		}
+	}
 
 	d.Restart(t)
 	fixtures.Eventually(t, 20*time.Second, fmt.Sprintf("process group %d to be killed at boot", running.PID),

@@ -12,8 +12,9 @@ import (
 
 // Identify returns the identity of the running process pid (a terminal
 // command's process group leader): its boot id (/proc/sys/kernel/random/
-// boot_id), start time (/proc/PID/stat field 22, clock ticks since boot)
-// and session (field 6). It fails when the process does not exist.
+// boot_id), start time (/proc/PID/stat field 22, clock ticks since boot),
+// session (field 6) and marker (MarkerEnv in /proc/PID/environ; empty when
+// absent or unreadable). It fails when the process does not exist.
 func Identify(pid int) (ProcessIdentity, error) {
 	boot, err := bootID()
 	if err != nil {
@@ -26,7 +27,23 @@ func Identify(pid int) (ProcessIdentity, error) {
 	if st.pgrp != pid {
 		return ProcessIdentity{}, fmt.Errorf("tools: process %d is not a process group leader (group %d)", pid, st.pgrp)
 	}
-	return ProcessIdentity{PID: pid, BootID: boot, StartTicks: st.start, Session: st.session}, nil
+	return ProcessIdentity{PID: pid, BootID: boot, StartTicks: st.start, Session: st.session, Marker: marker(pid)}, nil
+}
+
+// marker returns the value of MarkerEnv in the environment process pid was
+// started with, or "" when it has none or it cannot be read.
+func marker(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return ""
+	}
+	var v string
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if val, ok := strings.CutPrefix(kv, MarkerEnv+"="); ok {
+			v = val // the last one wins, as for getenv after a duplicate
+		}
+	}
+	return v
 }
 
 func bootID() (string, error) {
@@ -37,15 +54,20 @@ func bootID() (string, error) {
 // KillGroupIfSame kills process group id.PID with SIGKILL if it is still
 // the group id names, and reports whether it did. That is so when its
 // leader is still the very process (same boot, start time and session,
-// still leading its group), or, once the leader has exited, when live
-// members of group id.PID remain in the same session, started no earlier
-// than the leader, in the same boot (a group id cannot be reused while
-// any member lives). Anything else is left alone: false, nil.
+// still leading its group), or, once the leader has exited, when
+// live members of group id.PID remain that carry the leader's marker in
+// their environment, in the same session and boot, started no earlier than
+// the leader. Anything else is left alone: false, nil. An identity without
+// a marker (recorded by an older sessiond) is killed only while its leader
+// lives.
 func KillGroupIfSame(id ProcessIdentity) (bool, error) {
 	if id.PID <= 1 {
 		return false, fmt.Errorf("tools: refusing to kill process group %d", id.PID)
 	}
 	if now, err := Identify(id.PID); err == nil {
+		// A live (or unreaped) leader is named by its start time; the
+		// marker matters once it is gone (a zombie's environ is empty).
+		now.Marker = id.Marker
 		if now != id {
 			return false, nil // the pid now names another process
 		}
@@ -63,12 +85,13 @@ func KillGroupIfSame(id ProcessIdentity) (bool, error) {
 
 // groupOutlivesLeader reports whether live (not zombie) members of group
 // id.PID remain that belong to it: same boot, same session, started no
-// earlier than the recorded leader. Session 0 is a real value, not "unknown":
-// /proc shows it for every process whose session leader lives outside this
-// PID namespace (a container started without setsid, as on CI runners), and
-// it matches only 0.
+// earlier than the recorded leader, and carrying its marker. The marker is
+// what tells them from the leftovers of an unrelated group that reused the
+// id after all of ours died: the session does not (/proc shows session 0
+// for every process whose session leader lives outside this PID namespace,
+// as on CI runners), nor does the start time.
 func groupOutlivesLeader(id ProcessIdentity) bool {
-	if boot, err := bootID(); err != nil || boot != id.BootID {
+	if boot, err := bootID(); err != nil || boot != id.BootID || id.Marker == "" {
 		return false
 	}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
@@ -79,7 +102,7 @@ func groupOutlivesLeader(id ProcessIdentity) bool {
 		}
 		st, err := procStat(pid)
 		if err == nil && st.pgrp == id.PID && st.session == id.Session && st.start >= id.StartTicks &&
-			st.state != "Z" && st.state != "X" {
+			st.state != "Z" && st.state != "X" && marker(pid) == id.Marker {
 			return true
 		}
 	}

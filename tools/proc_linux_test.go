@@ -68,11 +68,13 @@ func TestKillGroupIfSame(t *testing.T) {
 
 // TestKillGroupAfterLeaderExited: a background job outlives its group's
 // leader (the shell exited and was reaped, as under a reaping init). The
-// group is still the one recorded (same session, members started after the
-// leader), so KillGroupIfSame kills it; a wrong session kills nothing.
+// group is still the one recorded (the job carries the leader's marker, same
+// session, started after the leader), so KillGroupIfSame kills it; a wrong
+// session, a wrong marker or none kill nothing.
 func TestKillGroupAfterLeaderExited(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", `read _; sleep 300 & echo $!`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), MarkerEnv+"="+newMarker()) // as RunTerminal does
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	// Identify while the shell waits on stdin. Its session may be 0: /proc
 	// says so when the session leader is outside this PID namespace (CI).
 	id, err := Identify(cmd.Process.Pid)
-	if err != nil || id.StartTicks == 0 {
+	if err != nil || id.StartTicks == 0 || len(id.Marker) != 32 {
 		t.Fatalf("Identify: %+v %v", id, err)
 	}
 	in.Write([]byte("go\n"))
@@ -100,10 +102,14 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	if st, err := procStat(bg); err != nil || st.pgrp != id.PID {
 		t.Fatalf("background job %d: %+v %v", bg, st, err)
 	}
-	wrong := id
-	wrong.Session++
-	if killed, err := KillGroupIfSame(wrong); killed || err != nil {
-		t.Fatalf("killed a group of another session: %v %v", killed, err)
+	for _, wrong := range []ProcessIdentity{
+		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session + 1, Marker: id.Marker},
+		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session, Marker: newMarker()},
+		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session},
+	} {
+		if killed, err := KillGroupIfSame(wrong); killed || err != nil {
+			t.Fatalf("KillGroupIfSame(%+v) = %v, %v: killed a group it could not prove was ours", wrong, killed, err)
+		}
 	}
 	if killed, err := KillGroupIfSame(id); !killed || err != nil {
 		t.Fatalf("KillGroupIfSame after the leader exited = %v, %v, want killed", killed, err)
@@ -121,28 +127,96 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	}
 }
 
-// TestKillGroupInPIDNamespace runs TestKillGroupAfterLeaderExited again in a
-// new PID namespace whose session leader is outside it, where /proc shows
-// session 0 for every process (as on CI runners). Needs root and unshare(1).
+// TestKillGroupSparesReusedGroupID: the recorded command's whole group is
+// gone; an unrelated job gets the same pid (forced with ns_last_pid), leads
+// its own group in the same session and leaves a background child. That
+// child is not the command's, and KillGroupIfSame must not kill it. Runs
+// only inside TestKillGroupInPIDNamespace's namespace, where every process
+// has session 0 and ns_last_pid is the namespace's own.
+func TestKillGroupSparesReusedGroupID(t *testing.T) {
+	if os.Getenv("SESSIOND_IN_PIDNS") == "" {
+		t.Skip("runs inside TestKillGroupInPIDNamespace")
+	}
+	first := exec.Command("/bin/sh", "-c", "read _")
+	first.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	first.Env = append(os.Environ(), MarkerEnv+"="+newMarker())
+	in, err := first.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := Identify(first.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("x\n"))
+	first.Wait() // the command and its group are gone
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(id.PID-1)), 0); err != nil {
+		t.Skipf("cannot force the next pid (ns_last_pid): %v", err)
+	}
+	other := exec.Command("/bin/sh", "-c", `sleep 300 >/dev/null 2>&1 & echo $!`)
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := other.Output() // the leader exits; its child lives on in group id.PID
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Process.Pid != id.PID {
+		t.Fatalf("the pid was not reused: %d, want %d", other.Process.Pid, id.PID)
+	}
+	var bg int
+	if _, err := fmt.Sscan(string(out), &bg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(bg, syscall.SIGKILL) })
+	if st, err := procStat(bg); err != nil || st.pgrp != id.PID || st.session != id.Session || st.start < id.StartTicks {
+		t.Fatalf("the unrelated child %d is not a look-alike: %+v %v (recorded %+v)", bg, st, err, id)
+	}
+	if killed, err := KillGroupIfSame(id); killed || err != nil {
+		t.Fatalf("KillGroupIfSame(%+v) = %v, %v: killed an unrelated group that reused the id", id, killed, err)
+	}
+	if st, err := procStat(bg); err != nil || st.state == "Z" {
+		t.Fatalf("the unrelated child died: %+v %v", st, err)
+	}
+}
+
+// TestKillGroupInPIDNamespace runs TestKillGroupAfterLeaderExited and
+// TestKillGroupSparesReusedGroupID in a new PID namespace whose session
+// leader is outside it, where /proc shows session 0 for every process (as on
+// CI runners). Needs root and unshare(1).
 func TestKillGroupInPIDNamespace(t *testing.T) {
 	if os.Getenv("SESSIOND_IN_PIDNS") != "" {
 		t.Skip("already inside the namespace")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a PID namespace")
 	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("unshare(1) not installed")
 	}
-	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", os.Args[0],
-		"-test.run", "^TestKillGroupAfterLeaderExited$", "-test.v", "-test.count", "1")
+	// Root is not enough (a container's root may lack CAP_SYS_ADMIN, or
+	// seccomp may refuse unshare), and without root a user namespace may
+	// still do. Probe, and skip when neither works.
+	nsArgs := []string{"--pid", "--fork", "--mount-proc"}
+	if os.Geteuid() != 0 {
+		nsArgs = append([]string{"--user", "--map-root-user"}, nsArgs...)
+	}
+	if out, err := exec.Command(unshare, append(nsArgs, "true")...).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a PID namespace here (euid %d): %v: %s", os.Geteuid(), err, strings.TrimSpace(string(out)))
+	}
+	cmd := exec.Command(unshare, append(nsArgs, os.Args[0],
+		"-test.run", "^(TestKillGroupAfterLeaderExited|TestKillGroupSparesReusedGroupID)$", "-test.v", "-test.count", "1")...)
 	cmd.Env = append(os.Environ(), "SESSIOND_IN_PIDNS=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("in a new PID namespace: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "--- PASS: TestKillGroupAfterLeaderExited") {
-		t.Fatalf("the test did not run in the namespace:\n%s", out)
+		t.Fatalf("TestKillGroupAfterLeaderExited did not pass in the namespace:\n%s", out)
 	}
+	// Forcing a pid needs ns_last_pid, which a user namespace may refuse.
+	if !strings.Contains(string(out), "--- PASS: TestKillGroupSparesReusedGroupID") &&
+		!strings.Contains(string(out), "--- SKIP: TestKillGroupSparesReusedGroupID") {
+		t.Fatalf("TestKillGroupSparesReusedGroupID did not pass in the namespace:\n%s", out)
+	}
+	t.Logf("in a new PID namespace:\n%s", out)
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +55,7 @@ func commandEnv(environ, exclude []string) []string {
 	env := make([]string, 0, len(environ)+len(nonInteractiveEnv))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !envExcluded(name, exclude) {
+		if name != MarkerEnv && !envExcluded(name, exclude) {
 			env = append(env, kv)
 		}
 	}
@@ -131,13 +133,29 @@ type TerminalOptions struct {
 
 // ProcessIdentity names a process across a daemon restart: PID (a terminal
 // command's process group id), the kernel's BootID, the process's
-// StartTicks (start time in clock ticks since boot) and its Session id. A
-// pid alone may be reused by an unrelated process; these together may not.
+// StartTicks (start time in clock ticks since boot), its Session id and
+// Marker, the value of MarkerEnv in its environment (unique per command,
+// inherited by everything the command starts). A pid alone may be reused by
+// an unrelated process; these together may not.
 type ProcessIdentity struct {
 	PID        int    `json:"pid"`
 	BootID     string `json:"boot_id"`
 	StartTicks uint64 `json:"start_ticks"`
 	Session    int    `json:"session"`
+	Marker     string `json:"marker,omitempty"`
+}
+
+// MarkerEnv is the environment variable that RunTerminal sets, to a random
+// value per command, in every command's environment. Processes the command
+// starts inherit it, which is how KillGroupIfSame tells the command's
+// leftovers from an unrelated process group that reused its id.
+const MarkerEnv = "SESSIOND_TOOL_RUN"
+
+// newMarker returns 128 random bits in hex.
+func newMarker() string {
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }
 
 var errTimedOut = errors.New("terminal command timed out")
@@ -209,7 +227,7 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 		gate = gw
 	}
 	cmd.Dir = opt.Cwd
-	cmd.Env = commandEnv(os.Environ(), opt.EnvExclude)
+	cmd.Env = append(commandEnv(os.Environ(), opt.EnvExclude), MarkerEnv+"="+newMarker())
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw
 	cmd.Stderr = pw
