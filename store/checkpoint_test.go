@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -127,9 +128,10 @@ func TestCheckpointsRunOffTheWriter(t *testing.T) {
 
 // TestWALStartsOverUnderSustainedWrites: with writes arriving while the
 // checkpointer copies, it can never copy the whole WAL, so the WAL would
-// grow without bound; once it holds catchUpPages the committer finishes the
-// copy between two batches and the WAL starts over. The WAL file stays
-// within a small multiple of catchUpPages.
+// grow without bound; once it holds catchUpPages the checkpointer finishes
+// the copy while the committer waits between two batches, and the WAL
+// starts over. The WAL file stays within a small multiple of catchUpPages,
+// and no checkpoint ever finds another one of the same store running.
 func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
 	const catchUp = 64
 	db := openTest(t, Options{CheckpointAfter: 8, catchUpPages: catchUp})
@@ -154,6 +156,9 @@ func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
 	}
 	if db.catchUps.Load() == 0 {
 		t.Fatalf("3,000 commits and no catch-up checkpoint (WAL %d bytes)", fi.Size())
+	}
+	if n := db.ckptBusy.Load(); n != 0 {
+		t.Fatalf("%d checkpoints found another one running, with no other process: the store competes with itself", n)
 	}
 	if limit := int64(16 * catchUp * 4096); fi.Size() > limit {
 		t.Fatalf("WAL is %d bytes after 3,000 commits, want at most %d: it did not start over", fi.Size(), limit)
@@ -221,5 +226,31 @@ func TestCheckpointBusy(t *testing.T) {
 	}
 	if st, err := db.Checkpoint(ctx); err != nil || st.Busy {
 		t.Fatalf("checkpoint once alone: %+v %v", st, err)
+	}
+}
+
+// TestCloseRacingInTx: an InTx that passed its closed check just before
+// Close, and queues its request only after the committer's last drain
+// (forced here), returns ErrClosed at once instead of waiting forever; its
+// function never runs.
+func TestCloseRacingInTx(t *testing.T) {
+	// The queueing select picks at random between a free slot and the
+	// stop signal: 20 rounds all but certainly hit the slot.
+	for round := range 20 {
+		db := openTest(t, Options{})
+		db.beforeQueue = func() { db.Close() } // the committer is gone when the request is queued
+		var ran atomic.Bool
+		done := make(chan error, 1)
+		go func() {
+			done <- db.InTx(context.Background(), func(tx *Tx) error { ran.Store(true); return nil })
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrClosed) || ran.Load() {
+				t.Fatalf("round %d: InTx racing Close = %v (ran %v), want ErrClosed without running", round, err, ran.Load())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: InTx still waits 30 s after Close", round)
+		}
 	}
 }

@@ -132,8 +132,13 @@ type DB struct {
 	ckptKick  chan struct{}              // the committer's "CheckpointAfter reached" (buffered 1)
 	ckptDue   atomic.Int64               // transactions committed since the last checkpoint began
 	ckptEnded chan struct{}              // closed when the checkpointer returned
-	catchUp   chan struct{}              // the checkpointer's "the WAL keeps growing" (buffered 1)
-	catchUps  atomic.Int64               // catch-up checkpoints the committer ran
+	catchUp   chan chan struct{}         // the checkpointer's "pause until I close this"
+	catchUps  atomic.Int64               // catch-up checkpoints run
+	ckptBusy  atomic.Int64               // checkpoints that found another one running
+
+	// beforeQueue, when set (tests only), runs in InTx between its closed
+	// check and queueing the request: the window a racing Close can hit.
+	beforeQueue func()
 }
 
 // DSN returns the modernc.org/sqlite data source name for path with the
@@ -184,7 +189,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	db := &DB{path: abs, opt: opt, w: w,
 		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{}),
 		ckptNow: make(chan chan CheckpointStatus), ckptKick: make(chan struct{}, 1), ckptEnded: make(chan struct{}),
-		catchUp: make(chan struct{}, 1)}
+		catchUp: make(chan chan struct{})}
 	fail := func(err error) (*DB, error) {
 		for _, c := range []*sqlx.Conn{db.wconn, db.cconn} {
 			if c != nil {
@@ -456,6 +461,9 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 		return ErrClosed
 	}
 	req := &txRequest{ctx: ctx, fn: fn, done: make(chan txResult, 1)}
+	if db.beforeQueue != nil {
+		db.beforeQueue()
+	}
 	select {
 	case db.reqs <- req:
 	case <-ctx.Done():
@@ -471,6 +479,15 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 			return ctx.Err()
 		}
 		res = <-req.done
+	case <-db.stopped:
+		// The committer has returned. It answered everything it took
+		// before that; a request queued after its last drain (Close raced
+		// this call) was never taken and never will be.
+		select {
+		case res = <-req.done:
+		default:
+			return ErrClosed
+		}
 	}
 	if res.panicked != nil {
 		panic(fmt.Sprintf("store.InTx: %v\n%s", res.panicked, res.stack))
@@ -485,11 +502,10 @@ func (db *DB) commitLoop() {
 		var first *txRequest
 		select {
 		case first = <-db.reqs:
-		case <-db.catchUp:
-			// Between batches nothing is committed while this runs, so it
-			// copies the last few pages and the WAL can start over.
-			db.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") // failures are the checkpointer's to report
-			db.catchUps.Add(1)
+		case pause := <-db.catchUp:
+			// The checkpointer catches up while nothing is committed, so
+			// that it copies every page and the WAL can start over.
+			<-pause
 			continue
 		case <-db.stop:
 			// Drain what was queued before Close so no caller hangs.
@@ -620,8 +636,10 @@ func (db *DB) runBatch(batch []*txRequest) {
 // when a checkpoint copied every page before its next transaction. Under
 // sustained writes that never happens here, as pages keep arriving while
 // the checkpointer copies; so once the WAL holds catchUpPages, the
-// committer runs one passive checkpoint itself between two batches, which
-// copies only the pages since this one and lets the WAL start over.
+// checkpointer pauses the committer between two batches and runs one more,
+// which copies only the pages since the last one and lets the WAL start
+// over. Only this goroutine checkpoints, so Busy always means another
+// process.
 func (db *DB) checkpointLoop() {
 	defer close(db.ckptEnded)
 	tick := time.NewTicker(db.opt.CheckpointInterval)
@@ -639,13 +657,24 @@ func (db *DB) checkpointLoop() {
 			st = db.checkpoint()
 			reply <- st
 		}
-		if st.Err == nil && st.WALFrames >= db.opt.catchUpPages {
-			select {
-			case db.catchUp <- struct{}{}:
-			default:
-			}
+		if st.Err == nil && !st.Busy && st.WALFrames >= db.opt.catchUpPages {
+			db.catchUpCheckpoint()
 		}
 	}
+}
+
+// catchUpCheckpoint runs a checkpoint while the committer waits between two
+// batches (see checkpointLoop). It gives up if the store closes first.
+func (db *DB) catchUpCheckpoint() {
+	pause := make(chan struct{})
+	select {
+	case db.catchUp <- pause:
+	case <-db.stop:
+		return
+	}
+	defer close(pause)
+	db.checkpoint()
+	db.catchUps.Add(1)
 }
 
 // checkpoint runs PRAGMA wal_checkpoint(PASSIVE) on the checkpoint
@@ -660,6 +689,9 @@ func (db *DB) checkpoint() CheckpointStatus {
 		st.Err = Classify(fmt.Errorf("wal checkpoint: %w", err))
 	}
 	st.Busy = busy != 0
+	if st.Busy {
+		db.ckptBusy.Add(1)
+	}
 	if fi, err := os.Stat(db.path + "-wal"); err == nil {
 		st.WALBytes = fi.Size()
 	}
@@ -696,8 +728,9 @@ func (db *DB) Checkpoint(ctx context.Context) (CheckpointStatus, error) {
 	return st, st.Err
 }
 
-// LastCheckpoint returns the outcome of the last checkpoint (zero before
-// the first, CheckpointInterval after Open).
+// LastCheckpoint returns the outcome of the last checkpoint: zero before the
+// first, which runs after Options.CheckpointAfter commits or
+// CheckpointInterval after Open, whichever comes first.
 func (db *DB) LastCheckpoint() CheckpointStatus {
 	if st := db.ckpt.Load(); st != nil {
 		return *st
