@@ -315,7 +315,11 @@ func TestSchedulerInterrupt(t *testing.T) {
 	if r, ok := se.s.Running("a"); !ok || r.AdmissionID != run.AdmissionID {
 		t.Fatal("a stale interrupt stopped the turn")
 	}
-	// Two interrupts at once: both see the one settlement.
+	// Two interrupts at once: one settlement. A call that reads the
+	// running set before the settle waits for it and reports it; one that
+	// is scheduled only after the settle (a slow or single CPU) finds
+	// nothing running (false, nil), or a2 already claimed
+	// (ErrStaleGeneration). Either is correct; at least one reports it.
 	type res struct {
 		a   admission.Admission
 		ok  bool
@@ -328,12 +332,21 @@ func TestSchedulerInterrupt(t *testing.T) {
 			results <- res{a, ok, err}
 		}()
 	}
+	saw := 0
 	for range 2 {
 		r := <-results
-		if r.err != nil || !r.ok || r.a.AdmissionID != run.AdmissionID || r.a.Status != admission.StatusTerminal ||
-			r.a.Outcome.String != "interrupted" || r.a.Error.Valid {
+		switch {
+		case r.err == nil && r.ok && r.a.AdmissionID == run.AdmissionID && r.a.Status == admission.StatusTerminal &&
+			r.a.Outcome.String == "interrupted" && !r.a.Error.Valid:
+			saw++
+		case r.err == nil && !r.ok && r.a.AdmissionID == "", errors.Is(r.err, admission.ErrStaleGeneration):
+			t.Logf("one interrupt came after the settle: ok=%v err=%v", r.ok, r.err)
+		default:
 			t.Fatalf("Interrupt returned %+v ok=%v err=%v", r.a, r.ok, r.err)
 		}
+	}
+	if saw == 0 {
+		t.Fatal("neither interrupt reported the settlement")
 	}
 	se.f.mu.Lock()
 	cause := se.f.cause["a1"]

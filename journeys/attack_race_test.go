@@ -26,10 +26,16 @@ func TestAttackConcurrentApprovalAnswers(t *testing.T) {
 	m := fixtures.NewFakeModel(t)
 	dir := t.TempDir()
 	const rounds = 6
+	// Each round's reply after the tool result waits at a gate until both
+	// answers are in: a second answer is already_resolved only while the
+	// execution is live; after the turn completed it is stale_generation.
+	var after [rounds]*fixtures.Gate
 	for i := range rounds {
+		after[i] = fixtures.NewGate()
+		t.Cleanup(after[i].Release)
 		m.On(fmt.Sprintf("approve race %d", i),
 			fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm(fmt.Sprintf("rm -rf v%d; echo ran >> runs%d.log", i, i))}},
-			fixtures.Reply{Text: "done"})
+			fixtures.Reply{Text: "done", Gate: after[i]})
 	}
 	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 60}")})
 	c := d.Dial(t)
@@ -63,6 +69,7 @@ func TestAttackConcurrentApprovalAnswers(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
+		after[i].Release()
 		if out := atkWaitTurn(t, c, d, s.SessionID, r.AdmissionID, wait); out != "completed" {
 			t.Errorf("round %d: outcome %s", i, out)
 		}

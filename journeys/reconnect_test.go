@@ -161,8 +161,14 @@ func TestReconnectTwoClientsShareOneSession(t *testing.T) {
 	cwd := t.TempDir()
 	_, file := makeVictim(t, cwd, "scratch")
 	const ask = "clean the scratch directory"
+	// The reply after the tool result waits at a gate until both answers
+	// are in: a second answer is already_resolved only while the execution
+	// is live; once the turn has completed it is stale_generation
+	// (protocol.md), and an unheld fake model completes it at once.
+	after := fixtures.NewGate()
+	t.Cleanup(after.Release)
 	m.On(ask, fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("terminal", `{"command":"rm -rf scratch"}`)}},
-		fixtures.Reply{Text: "Fine, I left it alone."})
+		fixtures.Reply{Text: "Fine, I left it alone.", Gate: after})
 	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 600}")})
 	db := fixtures.OpenStoreReadOnly(t, d.Home)
 	ca, cb := d.Dial(t), d.Dial(t)
@@ -184,6 +190,7 @@ func TestReconnectTwoClientsShareOneSession(t *testing.T) {
 	if err != nil || res.Status != "already_resolved" || res.PromptID != pb.PromptID {
 		t.Fatalf("second answer: %+v, %v; want already_resolved", res, err)
 	}
+	after.Release()
 	for _, c := range []*fixtures.Client{ca, cb} {
 		if out := waitTurn(t, c, r.AdmissionID); out != "completed" {
 			t.Fatalf("outcome %q", out)

@@ -463,8 +463,17 @@ func TestSessionctlVerbs(t *testing.T) {
 
 	// The documented failures: one line each, non-zero exit.
 	nowhere := t.TempDir()
+	// The hint shell-quotes the home (as cmd/sessionctl's shellQuote does)
+	// when it holds anything but [A-Za-z0-9/._-+,:@%=], e.g. a TMPDIR with
+	// a space.
+	qnowhere := nowhere
+	if strings.IndexFunc(nowhere, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r))
+	}) >= 0 {
+		qnowhere = "'" + strings.ReplaceAll(nowhere, "'", `'\''`) + "'"
+	}
 	ctlWant(t, ctl(t, nowhere, "", "status"), 3, "no daemon running for home "+nowhere+" (from --home)", "daemon.json",
-		"`sessiond --home "+nowhere+"`", "`SESSIOND_HOME="+nowhere+" make run`")
+		"`sessiond --home "+qnowhere+"`", "`SESSIOND_HOME="+qnowhere+" make run`")
 	wrong := t.TempDir()
 	desc := d.Desc
 	desc.Token = strings.Repeat("0", len(desc.Token))

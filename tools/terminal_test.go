@@ -371,7 +371,7 @@ func TestOnStartGatesTheCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "ran")
-	cmd := "touch " + mark + "; echo done"
+	cmd := "touch '" + mark + "'; echo done" // quoted: t.TempDir() follows TMPDIR, which may hold spaces
 	var seenEarly bool
 	res, err := RunTerminal(context.Background(), cmd, TerminalOptions{Cwd: dir, OnStart: func(pgid int) error {
 		time.Sleep(50 * time.Millisecond) // would let an ungated command run meanwhile
