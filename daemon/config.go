@@ -75,10 +75,8 @@ type StorageConfig struct {
 	// write waits for a lock held by another process before the request
 	// fails with storage_unavailable. Default 5000.
 	BusyTimeout int `yaml:"busy_timeout"`
-	// CheckpointInterval is the longest time, in seconds, between two
-	// passive WAL checkpoints (they also run after every 256 commits); it
-	// bounds how late an unwritable state.db is noticed (daemon.info
-	// storage). Default 30.
+	// CheckpointInterval is how often, in seconds, a passive WAL checkpoint
+	// checks that state.db can be written (daemon.info storage). Default 30.
 	CheckpointInterval int `yaml:"checkpoint_interval"`
 }
 

@@ -84,57 +84,13 @@ func TestCheckpointAfterClose(t *testing.T) {
 	}
 }
 
-// TestCheckpointsRunOffTheWriter: the committing connection never
-// checkpoints by itself (wal_autocheckpoint 0); after CheckpointAfter
-// commits the checkpointer copies the WAL into state.db on its own
-// connection.
-func TestCheckpointsRunOffTheWriter(t *testing.T) {
-	db := openTest(t, Options{CheckpointAfter: 16})
-	ctx := context.Background()
-	if err := db.InTx(ctx, func(tx *Tx) error {
-		var n int
-		if err := tx.Get(&n, "PRAGMA wal_autocheckpoint"); err != nil {
-			return err
-		}
-		if n != 0 {
-			t.Errorf("writer wal_autocheckpoint = %d, want 0", n)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if st := db.LastCheckpoint(); !st.At.IsZero() {
-		t.Fatalf("a checkpoint before any was due: %+v", st)
-	}
-	for i := range 16 {
-		if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprint("p-", i)) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for db.LastCheckpoint().At.IsZero() {
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint 20 s after CheckpointAfter commits")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if st := db.LastCheckpoint(); st.Err != nil || st.Checkpointed == 0 || st.WALFrames == 0 {
-		t.Fatalf("checkpoint after 16 commits: %+v, want WAL pages copied", st)
-	}
-	if b, c := db.Stats(); c != 17 || b == 0 {
-		t.Fatalf("Stats = %d batches, %d txs: a checkpoint counted as a commit?", b, c)
-	}
-}
-
-// TestWALStartsOverUnderSustainedWrites: with writes arriving while the
-// checkpointer copies, it can never copy the whole WAL, so the WAL would
-// grow without bound; once it holds catchUpPages the checkpointer finishes
-// the copy while the committer waits between two batches, and the WAL
-// starts over. The WAL file stays within a small multiple of catchUpPages,
-// and no checkpoint ever finds another one of the same store running.
+// TestWALStartsOverUnderSustainedWrites: under sustained writes from
+// several writers the WAL must still start over (SQLite's automatic
+// checkpoint runs in the committing connection, between commits, so it
+// copies every page). Without that the WAL grows with every commit (36 MB
+// here when an experiment moved checkpoints to their own connection).
 func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
-	const catchUp = 64
-	db := openTest(t, Options{CheckpointAfter: 8, catchUpPages: catchUp})
+	db := openTest(t, Options{})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -154,24 +110,19 @@ func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if db.catchUps.Load() == 0 {
-		t.Fatalf("3,000 commits and no catch-up checkpoint (WAL %d bytes)", fi.Size())
-	}
-	if n := db.ckptBusy.Load(); n != 0 {
-		t.Fatalf("%d checkpoints found another one running, with no other process: the store competes with itself", n)
-	}
-	if limit := int64(16 * catchUp * 4096); fi.Size() > limit {
+	if limit := int64(8 << 20); fi.Size() > limit {
 		t.Fatalf("WAL is %d bytes after 3,000 commits, want at most %d: it did not start over", fi.Size(), limit)
 	}
-	t.Logf("WAL %d bytes, %d catch-up checkpoints", fi.Size(), db.catchUps.Load())
+	t.Logf("WAL %d bytes after 3,000 commits", fi.Size())
 	if n := countPatterns(t, db); n != 3000 {
 		t.Fatalf("%d rows, want 3000", n)
 	}
 }
 
-// TestCheckpointBusy: while another connection runs a checkpoint (here a
-// RESTART one, waiting for a reader on an old snapshot), a passive
-// checkpoint cannot start. It reports Busy, not success and not a failure.
+// TestCheckpointBusy: while another process runs a checkpoint (here a
+// RESTART one on another connection, waiting for a reader on an old
+// snapshot), a passive checkpoint cannot start. It reports Busy, not
+// success and not a failure.
 func TestCheckpointBusy(t *testing.T) {
 	db := openTest(t, Options{})
 	ctx := context.Background()

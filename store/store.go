@@ -40,32 +40,23 @@ type Options struct {
 	// MaxBatch bounds how many queued write transactions one group commit
 	// takes. Default 256.
 	MaxBatch int
-	// CheckpointInterval is the longest time between two passive WAL
-	// checkpoints, run even when few commits happened, so that a state.db
-	// that cannot be written is noticed: commits keep landing (durably) in
-	// state.db-wal, and the WAL grows. Default 30s. See checkpointLoop.
+	// CheckpointInterval is how often the committer, between batches, runs
+	// a passive WAL checkpoint to notice that state.db cannot be written:
+	// SQLite's automatic checkpoints after commits fail silently, commits
+	// keep landing (durably) in state.db-wal, and the WAL grows. Default 30s.
 	CheckpointInterval time.Duration
-	// CheckpointAfter is how many committed write transactions trigger a
-	// passive WAL checkpoint before CheckpointInterval is up. Default 256
-	// (a few hundred to a few thousand WAL pages: SQLite's own
-	// auto-checkpoint, which is off, would run every 1,000 pages).
-	CheckpointAfter int
-	// catchUpPages is the WAL size, in pages, past which the committer
-	// finishes the checkpointer's work between two batches (see
-	// checkpointLoop). Default 4096 (16 MiB of 4 KiB pages); tests lower it.
-	catchUpPages int
 	// Logger receives the checkpoint failures and recoveries. Default
 	// slog.Default().
 	Logger *slog.Logger
 }
 
-// CheckpointStatus is the outcome of the last passive WAL checkpoint (see
-// Options.CheckpointInterval and CheckpointAfter). At is zero before the
-// first one. WALBytes is the size of state.db-wal after it; WALFrames (pages
-// in the WAL) and Checkpointed (how many of them are in state.db) are known
-// only when it succeeded. Busy means another connection or process was
-// running a checkpoint, so this one did nothing (not a failure: the next one
-// catches up). Err is nil or wraps ErrUnavailable.
+// CheckpointStatus is the outcome of the last periodic passive checkpoint
+// (see Options.CheckpointInterval). At is zero before the first one.
+// WALBytes is the size of state.db-wal after it; WALFrames (pages in the
+// WAL) and Checkpointed (how many of them are in state.db) are known only
+// when it succeeded. Busy means another process was running a checkpoint
+// of the same file, so this one did nothing (not a failure; SQLite's
+// automatic checkpoints catch up). Err is nil or wraps ErrUnavailable.
 type CheckpointStatus struct {
 	At                      time.Time
 	WALBytes                int64
@@ -90,27 +81,18 @@ func (o *Options) defaults() {
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = 30 * time.Second
 	}
-	if o.CheckpointAfter <= 0 {
-		o.CheckpointAfter = 256
-	}
-	if o.catchUpPages <= 0 {
-		o.catchUpPages = 4096
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 }
 
-// DB is state.db: one writer connection owned by a committer goroutine, one
-// checkpoint connection owned by a checkpointer goroutine, and a bounded
-// pool of query-only readers. Safe for concurrent use.
+// DB is state.db: one writer connection owned by a committer goroutine and a
+// bounded pool of query-only readers. Safe for concurrent use.
 type DB struct {
 	path  string
 	opt   Options
 	w     *sqlx.DB   // the writer pool: one connection
 	wconn *sqlx.Conn // that connection, pinned by the committer after migrations
-	c     *sqlx.DB   // the checkpoint connection's pool: one connection
-	cconn *sqlx.Conn // that connection, pinned by the checkpointer
 	r     *sqlx.DB
 
 	reqs    chan *txRequest
@@ -127,14 +109,8 @@ type DB struct {
 	batches atomic.Int64
 	txs     atomic.Int64
 
-	ckpt      atomic.Pointer[CheckpointStatus]
-	ckptNow   chan chan CheckpointStatus // Checkpoint's requests to the checkpointer
-	ckptKick  chan struct{}              // the committer's "CheckpointAfter reached" (buffered 1)
-	ckptDue   atomic.Int64               // transactions committed since the last checkpoint began
-	ckptEnded chan struct{}              // closed when the checkpointer returned
-	catchUp   chan chan struct{}         // the checkpointer's "pause until I close this"
-	catchUps  atomic.Int64               // catch-up checkpoints run
-	ckptBusy  atomic.Int64               // checkpoints that found another one running
+	ckpt    atomic.Pointer[CheckpointStatus]
+	ckptNow chan chan CheckpointStatus // Checkpoint's requests to the committer
 
 	// beforeQueue, when set (tests only), runs in InTx between its closed
 	// check and queueing the request: the window a racing Close can hit.
@@ -154,10 +130,6 @@ func DSN(path string, writer bool, opt Options) string {
 	if writer {
 		add("journal_mode(WAL)")
 		add("synchronous(" + opt.Synchronous + ")")
-		// No automatic checkpoint in the committing connection: it would
-		// copy pages and fsync state.db while every caller waits for the
-		// commit. The checkpointer does it on its own connection.
-		add("wal_autocheckpoint(0)")
 		add("secure_delete(1)")
 		q.Set("_txlock", "immediate")
 	} else {
@@ -188,19 +160,14 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxIdleTime(0)
 	db := &DB{path: abs, opt: opt, w: w,
 		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{}),
-		ckptNow: make(chan chan CheckpointStatus), ckptKick: make(chan struct{}, 1), ckptEnded: make(chan struct{}),
-		catchUp: make(chan chan struct{})}
+		ckptNow: make(chan chan CheckpointStatus)}
 	fail := func(err error) (*DB, error) {
-		for _, c := range []*sqlx.Conn{db.wconn, db.cconn} {
-			if c != nil {
-				c.Close()
-			}
+		if db.wconn != nil {
+			db.wconn.Close()
 		}
 		w.Close()
-		for _, p := range []*sqlx.DB{db.c, db.r} {
-			if p != nil {
-				p.Close()
-			}
+		if db.r != nil {
+			db.r.Close()
 		}
 		return nil, err
 	}
@@ -237,18 +204,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("state.db reader: journal_mode is %q, want wal", mode))
 	}
-	// The checkpoint connection carries the writer's pragmas (synchronous:
-	// a checkpoint fsyncs state.db before the WAL may be reused) but never
-	// writes a transaction.
-	if db.c, err = sqlx.Open("sqlite", DSN(abs, true, opt)); err != nil {
-		return fail(fmt.Errorf("open checkpoint connection: %w", err))
-	}
-	db.c.SetMaxOpenConns(1)
-	if db.cconn, err = db.c.Connx(ctx); err != nil {
-		return fail(Classify(fmt.Errorf("open checkpoint connection: %w", err)))
-	}
 	go db.commitLoop()
-	go db.checkpointLoop()
 	return db, nil
 }
 
@@ -263,19 +219,15 @@ func (db *DB) Reader() *sqlx.DB { return db.r }
 // transactions they carried.
 func (db *DB) Stats() (batches, txs int64) { return db.batches.Load(), db.txs.Load() }
 
-// Close stops the committer after the queued transactions ran, and the
-// checkpointer, checkpoints the WAL into the main file (PRAGMA
-// wal_checkpoint(TRUNCATE)) and closes every connection. It is safe to call
-// more than once.
+// Close stops the committer after the queued transactions ran, checkpoints
+// the WAL into the main file (PRAGMA wal_checkpoint(TRUNCATE)) and closes
+// every connection. It is safe to call more than once.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
 	close(db.stop)
 	<-db.stopped
-	<-db.ckptEnded
-	db.cconn.Close()
-	db.c.Close()
 	db.stmtMu.Lock()
 	for _, s := range db.stmts {
 		s.Close()
@@ -498,14 +450,17 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 func (db *DB) commitLoop() {
 	defer close(db.stopped)
 	batch := make([]*txRequest, 0, db.opt.MaxBatch)
+	tick := time.NewTicker(db.opt.CheckpointInterval)
+	defer tick.Stop()
 	for {
 		var first *txRequest
 		select {
 		case first = <-db.reqs:
-		case pause := <-db.catchUp:
-			// The checkpointer catches up while nothing is committed, so
-			// that it copies every page and the WAL can start over.
-			<-pause
+		case <-tick.C:
+			db.checkpoint()
+			continue
+		case reply := <-db.ckptNow:
+			reply <- db.checkpoint()
 			continue
 		case <-db.stop:
 			// Drain what was queued before Close so no caller hangs.
@@ -610,12 +565,6 @@ func (db *DB) runBatch(batch []*txRequest) {
 	}
 	db.batches.Add(1)
 	db.txs.Add(int64(len(live)))
-	if db.ckptDue.Add(int64(len(live))) >= int64(db.opt.CheckpointAfter) {
-		select {
-		case db.ckptKick <- struct{}{}:
-		default: // a kick is already pending
-		}
-	}
 	for i, r := range live {
 		for _, h := range hooks[i] {
 			h()
@@ -624,74 +573,17 @@ func (db *DB) runBatch(batch []*txRequest) {
 	}
 }
 
-// checkpointLoop owns the checkpoint connection. It runs a passive WAL
-// checkpoint when the committer has committed Options.CheckpointAfter
-// transactions since the last one, every Options.CheckpointInterval
-// regardless, and on Checkpoint. A passive checkpoint copies committed WAL
-// pages into state.db and fsyncs it while the committer goes on committing:
-// no caller waits for it, where SQLite's auto-checkpoint would have run it
-// inside a commit.
-//
-// The writer starts the WAL over (writes from its beginning again) only
-// when a checkpoint copied every page before its next transaction. Under
-// sustained writes that never happens here, as pages keep arriving while
-// the checkpointer copies; so once the WAL holds catchUpPages, the
-// checkpointer pauses the committer between two batches and runs one more,
-// which copies only the pages since the last one and lets the WAL start
-// over. Only this goroutine checkpoints, so Busy always means another
-// process.
-func (db *DB) checkpointLoop() {
-	defer close(db.ckptEnded)
-	tick := time.NewTicker(db.opt.CheckpointInterval)
-	defer tick.Stop()
-	for {
-		var st CheckpointStatus
-		select {
-		case <-db.stop:
-			return
-		case <-tick.C:
-			st = db.checkpoint()
-		case <-db.ckptKick:
-			st = db.checkpoint()
-		case reply := <-db.ckptNow:
-			st = db.checkpoint()
-			reply <- st
-		}
-		if st.Err == nil && !st.Busy && st.WALFrames >= db.opt.catchUpPages {
-			db.catchUpCheckpoint()
-		}
-	}
-}
-
-// catchUpCheckpoint runs a checkpoint while the committer waits between two
-// batches (see checkpointLoop). It gives up if the store closes first.
-func (db *DB) catchUpCheckpoint() {
-	pause := make(chan struct{})
-	select {
-	case db.catchUp <- pause:
-	case <-db.stop:
-		return
-	}
-	defer close(pause)
-	db.checkpoint()
-	db.catchUps.Add(1)
-}
-
-// checkpoint runs PRAGMA wal_checkpoint(PASSIVE) on the checkpoint
-// connection, records the outcome and logs a failure when it starts and the
-// recovery when it ends.
+// checkpoint runs PRAGMA wal_checkpoint(PASSIVE) on the writer connection
+// (from the committer, between batches), records the outcome and logs a
+// failure when it starts and the recovery when it ends.
 func (db *DB) checkpoint() CheckpointStatus {
-	db.ckptDue.Store(0)
 	st := CheckpointStatus{At: time.Now()}
 	var busy int
-	err := db.cconn.QueryRowxContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &st.WALFrames, &st.Checkpointed)
+	err := db.wconn.QueryRowxContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &st.WALFrames, &st.Checkpointed)
 	if err != nil {
 		st.Err = Classify(fmt.Errorf("wal checkpoint: %w", err))
 	}
 	st.Busy = busy != 0
-	if st.Busy {
-		db.ckptBusy.Add(1)
-	}
 	if fi, err := os.Stat(db.path + "-wal"); err == nil {
 		st.WALBytes = fi.Size()
 	}
@@ -712,14 +604,14 @@ func (db *DB) checkpoint() CheckpointStatus {
 	return st
 }
 
-// Checkpoint runs a passive WAL checkpoint now on the checkpoint connection
-// and returns its outcome (see checkpointLoop for when they run by
-// themselves). It returns ErrClosed after Close.
+// Checkpoint runs a passive WAL checkpoint now, between group commits, and
+// returns its outcome; the committer also runs one every
+// Options.CheckpointInterval. It returns ErrClosed after Close.
 func (db *DB) Checkpoint(ctx context.Context) (CheckpointStatus, error) {
 	reply := make(chan CheckpointStatus, 1)
 	select {
 	case db.ckptNow <- reply:
-	case <-db.ckptEnded:
+	case <-db.stopped:
 		return CheckpointStatus{}, ErrClosed
 	case <-ctx.Done():
 		return CheckpointStatus{}, ctx.Err()
@@ -728,9 +620,8 @@ func (db *DB) Checkpoint(ctx context.Context) (CheckpointStatus, error) {
 	return st, st.Err
 }
 
-// LastCheckpoint returns the outcome of the last checkpoint: zero before the
-// first, which runs after Options.CheckpointAfter commits or
-// CheckpointInterval after Open, whichever comes first.
+// LastCheckpoint returns the outcome of the last checkpoint (zero before
+// the first, CheckpointInterval after Open).
 func (db *DB) LastCheckpoint() CheckpointStatus {
 	if st := db.ckpt.Load(); st != nil {
 		return *st
