@@ -486,12 +486,17 @@ func TestFaultDiskFullMidTurn(t *testing.T) {
 
 	// The final answer while the disk is full: the settle that writes it is
 	// retried, with it, until there is room; the turn completes.
-	const question1 = "please answer at length"
-	gate1 := fixtures.NewGate()
-	t.Cleanup(gate1.Release)
-	m.On(question1, fixtures.Reply{Text: answer, StreamGate: gate1})
-	r1 := submit(t, c, s.SessionID, "q-answer", question1)
-	ballast = midTurnFault(gate1, "the answer")
+	// longAnswerFault scripts question to be answered at length, submits
+	// it and fills the disk while the answer streams.
+	longAnswerFault := func(inputID, question, what string) (receipt, string) {
+		t.Helper()
+		gate := fixtures.NewGate()
+		t.Cleanup(gate.Release)
+		m.On(question, fixtures.Reply{Text: answer, StreamGate: gate})
+		r := submit(t, c, s.SessionID, inputID, question)
+		return r, midTurnFault(gate, what)
+	}
+	r1, ballast := longAnswerFault("q-answer", "please answer at length", "the answer")
 	if st, _, _ := ftAdmission(t, db, r1.AdmissionID); st != "started" {
 		t.Fatalf("admission is %s while its settle fails, want started", st)
 	}
@@ -513,11 +518,7 @@ func TestFaultDiskFullMidTurn(t *testing.T) {
 	// The daemon dies while the store still fails: at the next boot the
 	// turn is unknown, never re-run.
 	const question2 = "and another long answer"
-	gate2 := fixtures.NewGate()
-	t.Cleanup(gate2.Release)
-	m.On(question2, fixtures.Reply{Text: answer, StreamGate: gate2})
-	r2 := submit(t, c, s.SessionID, "q3", question2)
-	ballast = midTurnFault(gate2, "the second turn")
+	r2, ballast := longAnswerFault("q3", question2, "the second turn")
 	d.SIGKILL(t)
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
