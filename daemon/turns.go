@@ -152,9 +152,9 @@ func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEv
 
 // ToolRunning appends tool.running {tool_call_id, pid, boot_id,
 // start_ticks, session, marker}: the command's process group and its
-// identity (tools.ProcessIdentity), read at boot
-// after a crash (killLeftoverTools) and when the turn is closed
-// (store.CloseTurn words the result "was running", not "not run").
+// identity (tools.ProcessIdentity), read at boot after a crash
+// (killLeftoverTools) and when the turn is closed (store.CloseTurn words
+// the result "was running", not "not run").
 func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEvent, proc tools.ProcessIdentity) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
 		if err := j.fence(tx, t); err != nil {
@@ -210,8 +210,7 @@ func messageWire(m store.Message) map[string]any {
 // admission) may still run, orphaned. Its process group is killed if its
 // leader is still the very process recorded, or its members still carry the
 // command's marker (tools.KillGroupIfSame), so a reused pid is never hit.
-// The model is told
-// when the turn is resolved (admission.CrashedWhileRunning).
+// The model is told when the turn is resolved (admission.CrashedWhileRunning).
 func (d *Daemon) killLeftoverTools(ctx context.Context) error {
 	var rows []struct {
 		SessionID   string `db:"session_id"`
