@@ -177,7 +177,7 @@ type DaemonInfo struct {
 // StorageInfo is daemon.info's storage member. WALBytes is the size of
 // state.db-wal at the last checkpoint (RFC 3339 LastCheckpointAt, empty
 // before the first); CheckpointBusy says that checkpoint did not run because
-// another connection or process was checkpointing; CheckpointError is set
+// another process was checkpointing the same file; CheckpointError is set
 // while checkpoints fail (state.db cannot be written: commits still land
 // durably in the WAL, which grows). See docs/protocol.md Part 2 F.
 type StorageInfo struct {

@@ -37,13 +37,12 @@ func marker(pid int) string {
 	if err != nil {
 		return ""
 	}
-	var v string
 	for _, kv := range strings.Split(string(b), "\x00") {
 		if val, ok := strings.CutPrefix(kv, MarkerEnv+"="); ok {
-			v = val // the last one wins, as for getenv after a duplicate
+			return val // the first one, as getenv reads it (RunTerminal sets one)
 		}
 	}
-	return v
+	return ""
 }
 
 func bootID() (string, error) {
