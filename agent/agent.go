@@ -353,14 +353,15 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	if args.Timeout > 0 && time.Duration(args.Timeout)*time.Second < timeout {
 		timeout = time.Duration(args.Timeout) * time.Second
 	}
+	marker := tools.NewMarker()
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
-		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude,
+		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, Marker: marker,
 		// The command runs only once tool.running is durable: after a
 		// crash, a call without it never ran, and one with it is killed at
 		// the next boot and reported as interrupted while running.
 		OnStart: func(pgid int) error {
-			proc, _ := tools.Identify(pgid) // zero when /proc cannot tell: recorded without identity, never killed
-			proc.PID = pgid
+			proc, _ := tools.Identify(pgid)      // zero when /proc cannot tell: recorded without identity, never killed
+			proc.PID, proc.Marker = pgid, marker // the marker as set, not as read back
 			if err := r.Journal.ToolRunning(ctx, t, *ev, proc); err != nil {
 				return fmt.Errorf("its start could not be recorded: %w", err)
 			}

@@ -673,3 +673,25 @@ func TestRunCallIDRepeatsOneFromAnEarlierTurn(t *testing.T) {
 		t.Fatalf("last message the model saw = %+v", last)
 	}
 }
+
+// TestRunRecordsTheMarkerTheCommandGot: tool.running records the very
+// SESSIOND_TOOL_RUN value the command's environment carries (set by the
+// agent, not read back from /proc), fresh for every command.
+func TestRunRecordsTheMarkerTheCommandGot(t *testing.T) {
+	h := newHarness(t, "off",
+		calls(term("c1", "printf %s \"$"+tools.MarkerEnv+"\""), term("c2", "printf %s \"$"+tools.MarkerEnv+"\"")),
+		says("done"))
+	wantCompleted(t, h.run(t))
+	if len(h.j.running) != 2 {
+		t.Fatalf("tool.running = %+v", h.j.running)
+	}
+	for i, id := range []string{"c1", "c2"} {
+		_, v := h.resultOf(t, id)
+		if m := h.j.running[i].Marker; len(m) != 32 || v["output"] != m {
+			t.Fatalf("%s: recorded marker %q, the command saw %q", id, m, v["output"])
+		}
+	}
+	if h.j.running[0].Marker == h.j.running[1].Marker {
+		t.Fatal("two commands got the same marker")
+	}
+}

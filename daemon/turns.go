@@ -219,10 +219,14 @@ func (d *Daemon) killLeftoverTools(ctx context.Context) error {
 	}
 	// Unknown admissions first (the partial index on open rows), then their
 	// session's events by primary key prefix: no scan of the events table.
+	// A call with a tool.completed ended while its daemon lived, which
+	// killed its group then: whatever uses that group id now is not it.
 	err := d.db.Select(ctx, &rows, `SELECT e.session_id, e.admission_id, e.payload
 		FROM session_admissions a CROSS JOIN events e
 		WHERE a.status <> 'terminal' AND a.status = 'unknown'
-		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id AND e.type = 'tool.running'`)
+		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id AND e.type = 'tool.running'
+		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.session_id = e.session_id AND c.admission_id = e.admission_id
+			AND c.type = 'tool.completed' AND c.payload ->> '$.tool_call_id' = e.payload ->> '$.tool_call_id')`)
 	if err != nil {
 		return err
 	}

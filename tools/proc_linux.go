@@ -63,9 +63,18 @@ func KillGroupIfSame(id ProcessIdentity) (bool, error) {
 	if id.PID <= 1 {
 		return false, fmt.Errorf("tools: refusing to kill process group %d", id.PID)
 	}
+	if holder, ok := groupHolds(id.PID); ok {
+		// sessiond (or whatever started it) was itself started by that
+		// command: killing the group would kill this process.
+		return false, fmt.Errorf("tools: refusing to kill process group %d: it holds process %d, this process or one of its ancestors", id.PID, holder)
+	}
 	if now, err := Identify(id.PID); err == nil {
 		// A live (or unreaped) leader is named by its start time; the
-		// marker matters once it is gone (a zombie's environ is empty).
+		// marker matters once it is gone, but a readable one that differs
+		// names another process (a zombie's environ reads empty).
+		if now.Marker != "" && id.Marker != "" && now.Marker != id.Marker {
+			return false, nil
+		}
 		now.Marker = id.Marker
 		if now != id {
 			return false, nil // the pid now names another process
@@ -108,14 +117,31 @@ func groupOutlivesLeader(id ProcessIdentity) bool {
 	return false
 }
 
+// groupHolds returns this process or the first of its ancestors that is a
+// member of process group pgid, if any.
+func groupHolds(pgid int) (int, bool) {
+	for pid := os.Getpid(); pid > 0; {
+		st, err := procStat(pid)
+		if err != nil {
+			return 0, false
+		}
+		if st.pgrp == pgid {
+			return pid, true
+		}
+		pid = st.ppid
+	}
+	return 0, false
+}
+
 type stat struct {
 	state         string
+	ppid          int
 	pgrp, session int
 	start         uint64
 }
 
-// procStat reads the state (field 3), process group (5), session (6) and
-// start time (22) of /proc/PID/stat. The command name (field 2) is
+// procStat reads the state (field 3), parent (4), process group (5),
+// session (6) and start time (22) of /proc/PID/stat. The command name (field 2) is
 // parenthesised and may hold spaces and parentheses, so fields are counted
 // after the last ')'.
 func procStat(pid int) (stat, error) {
@@ -133,6 +159,9 @@ func procStat(pid int) (stat, error) {
 		return stat{}, fmt.Errorf("tools: short /proc/%d/stat", pid)
 	}
 	st := stat{state: f[0]}
+	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return stat{}, fmt.Errorf("tools: /proc/%d/stat ppid: %w", pid, err)
+	}
 	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
 		return stat{}, fmt.Errorf("tools: /proc/%d/stat pgrp: %w", pid, err)
 	}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,8 +38,11 @@ func TestKillGroupIfSame(t *testing.T) {
 		t.Fatalf("identity %+v", id)
 	}
 	for _, wrong := range []ProcessIdentity{
-		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks + 1},
-		{PID: id.PID, BootID: "another-boot", StartTicks: id.StartTicks},
+		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks + 1, Session: id.Session},
+		{PID: id.PID, BootID: "another-boot", StartTicks: id.StartTicks, Session: id.Session},
+		// The same pid and start tick (a reuse within one clock tick) but
+		// another command's marker.
+		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session, Marker: NewMarker()},
 	} {
 		if killed, err := KillGroupIfSame(wrong); killed || err != nil {
 			t.Fatalf("KillGroupIfSame(%+v) = %v, %v: killed a group it could not prove was ours", wrong, killed, err)
@@ -74,7 +78,7 @@ func TestKillGroupIfSame(t *testing.T) {
 func TestKillGroupAfterLeaderExited(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", `read _; sleep 300 & echo $!`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), MarkerEnv+"="+newMarker()) // as RunTerminal does
+	cmd.Env = append(os.Environ(), MarkerEnv+"="+NewMarker()) // as RunTerminal does
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,7 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	}
 	for _, wrong := range []ProcessIdentity{
 		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session + 1, Marker: id.Marker},
-		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session, Marker: newMarker()},
+		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session, Marker: NewMarker()},
 		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, Session: id.Session},
 	} {
 		if killed, err := KillGroupIfSame(wrong); killed || err != nil {
@@ -139,7 +143,7 @@ func TestKillGroupSparesReusedGroupID(t *testing.T) {
 	}
 	first := exec.Command("/bin/sh", "-c", "read _")
 	first.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	first.Env = append(os.Environ(), MarkerEnv+"="+newMarker())
+	first.Env = append(os.Environ(), MarkerEnv+"="+NewMarker())
 	in, err := first.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -219,4 +223,57 @@ func TestKillGroupInPIDNamespace(t *testing.T) {
 		t.Fatalf("TestKillGroupSparesReusedGroupID did not pass in the namespace:\n%s", out)
 	}
 	t.Logf("in a new PID namespace:\n%s", out)
+}
+
+// TestKillGroupHelper is not a test: TestKillGroupRefusesOwnGroup runs the
+// test binary as (a member of) a recorded command's process group, like a
+// sessiond started by a tool command, to run the boot kill on that group.
+func TestKillGroupHelper(t *testing.T) {
+	js := os.Getenv("SESSIOND_TEST_KILL_ID")
+	if js == "" {
+		t.Skip("helper process of TestKillGroupRefusesOwnGroup")
+	}
+	var id ProcessIdentity
+	if err := json.Unmarshal([]byte(js), &id); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := KillGroupIfSame(id)
+	fmt.Printf("SURVIVED killed=%v err=%v\n", killed, err)
+}
+
+// TestKillGroupRefusesOwnGroup: a sessiond started by a tool command (the
+// model restarting the daemon: "exec sessiond", or "sessiond &") would at
+// boot find that command's group recorded by the crashed daemon. Killing
+// it would kill the daemon itself: KillGroupIfSame refuses with an error,
+// whether the caller is the group's leader or a member.
+func TestKillGroupRefusesOwnGroup(t *testing.T) {
+	for _, script := range []string{
+		`IFS= read -r SESSIOND_TEST_KILL_ID; export SESSIOND_TEST_KILL_ID; exec "$0" -test.run '^TestKillGroupHelper$'`,
+		`IFS= read -r SESSIOND_TEST_KILL_ID; export SESSIOND_TEST_KILL_ID; "$0" -test.run '^TestKillGroupHelper$'; exit 0`,
+	} {
+		cmd := exec.Command("/bin/sh", "-c", script, os.Args[0])
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Env = append(os.Environ(), MarkerEnv+"="+NewMarker())
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		id, err := Identify(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(id)
+		fmt.Fprintf(in, "%s\n", js)
+		in.Close()
+		err = cmd.Wait()
+		if err != nil || !strings.Contains(out.String(), "SURVIVED killed=false err=tools: refusing to kill process group") ||
+			!strings.Contains(out.String(), "holds process") {
+			t.Fatalf("%s: the boot kill run from inside the recorded group: %v\n%s", script, err, out.String())
+		}
+	}
 }

@@ -129,6 +129,11 @@ type TerminalOptions struct {
 	// daemon dies first, the command does not run and RunTerminal returns
 	// an error wrapping ErrNotStarted.
 	OnStart func(pgid int) error
+	// Marker is the command's MarkerEnv value; empty makes a fresh one. A
+	// caller that records the command's identity passes its own
+	// (NewMarker): reading it back from /proc right after the start can
+	// find the environment not yet in place.
+	Marker string
 }
 
 // ProcessIdentity names a process across a daemon restart: PID (a terminal
@@ -151,8 +156,8 @@ type ProcessIdentity struct {
 // leftovers from an unrelated process group that reused its id.
 const MarkerEnv = "SESSIOND_TOOL_RUN"
 
-// newMarker returns 128 random bits in hex.
-func newMarker() string {
+// NewMarker returns a fresh value for MarkerEnv: 128 random bits in hex.
+func NewMarker() string {
 	b := make([]byte, 16)
 	rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
@@ -227,7 +232,11 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 		gate = gw
 	}
 	cmd.Dir = opt.Cwd
-	cmd.Env = append(commandEnv(os.Environ(), opt.EnvExclude), MarkerEnv+"="+newMarker())
+	marker := opt.Marker
+	if marker == "" {
+		marker = NewMarker()
+	}
+	cmd.Env = append(commandEnv(os.Environ(), opt.EnvExclude), MarkerEnv+"="+marker)
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw
 	cmd.Stderr = pw
