@@ -316,7 +316,9 @@ func TestSlowConsumerIsNotIdle(t *testing.T) {
 		}
 		sseFrames(w, textChunk(" second"), finishChunk("stop"), "[DONE]")
 	})
-	const idle = 100 * time.Millisecond
+	// Long enough that the server's next chunk, sent as soon as the
+	// consumer returns, arrives within it even on a loaded machine.
+	const idle = 500 * time.Millisecond
 	c := testClient(s, func(c *Config) { c.IdleTimeout = idle })
 	var once sync.Once
 	resp, err := c.Stream(t.Context(), simpleReq(), func(string) {
