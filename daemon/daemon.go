@@ -124,7 +124,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("boot recovery: %w", err)
 	}
 	for _, a := range rec.Unknown {
-		log.Warn("admission left started by an earlier daemon is now unknown; resolve it with prompt.resolve_unknown",
+		log.Warn("admission left started by an earlier daemon is now unknown; it holds its session's queue until an operator resolves it (prompt.resolve_unknown; sessionctl resolve SESSION ADMISSION)",
 			"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation())
 	}
 	if err := d.killLeftoverTools(ctx); err != nil {

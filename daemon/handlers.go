@@ -330,6 +330,9 @@ func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.Ra
 	if err != nil {
 		return nil, wireErr(err)
 	}
+	// The operator's decision, for whoever is on call next.
+	d.log.Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
+		"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "outcome", a.Outcome.String)
 	d.sched.Wake(p.SessionID)
 	return receiptToWire(a.Receipt()), nil
 }

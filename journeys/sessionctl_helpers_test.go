@@ -272,3 +272,22 @@ func (p *ctlProc) wait(t *testing.T) ctlResult {
 	}
 	return r
 }
+
+// ctlQuote shell-quotes s as sessionctl's hints do: as is when it holds
+// only [A-Za-z0-9/._-+,:@%=], else in single quotes.
+func ctlQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ctlCmd is the command line a sessionctl hint prints for args, as ctl
+// runs it: the binary by its path, with --home home.
+func ctlCmd(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	bin := fixtures.BuildBinary(t, "./cmd/sessionctl")
+	return strings.Join(append([]string{ctlQuote(bin), "--home", ctlQuote(home)}, args...), " ")
+}

@@ -2,6 +2,7 @@ package journeys
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -127,7 +128,9 @@ func TestSessionctlAttach(t *testing.T) {
 	d.SIGKILL(t)
 	p.waitText("connection lost")
 	d.Restart(t)
-	p.waitText("reconnected to sessiond pid", "unknown #", "sessionctl resolve "+s)
+	// The pending line names the resolve command (clipped to the width;
+	// the full one is printed above it, wrapped).
+	p.waitText("reconnected to sessiond pid", "unknown #", "— resolve: "+ctlQuote(fixtures.BuildBinary(t, "./cmd/sessionctl"))+" --home")
 	var pend ctlPendingJSON
 	r := ctl(t, d.Home, "", "pending", s, "--json")
 	ctlWant(t, r, 0)
@@ -376,7 +379,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "maybe"), 2, "--choice")
 	ctlWant(t, ctl(t, home, "", "approve", s, pid), 2, "--choice")
 	ctlWant(t, ctl(t, home, "", "approve", s, "prm_nope", "--choice", "once"), 4)
-	ctlWant(t, ctl(t, home, "", "answer", s, pid, "yes"), 2, "is an approval", "sessionctl approve "+s+" "+pid+" --choice")
+	ctlWant(t, ctl(t, home, "", "answer", s, pid, "yes"), 2, "is an approval", ctlCmd(t, home, "approve", s, pid, "--choice"))
 	r = ctl(t, home, "", "approve", s, pid, "--choice", "deny")
 	ctlWant(t, r, 0)
 	if !strings.Contains(r.stdout, "approval deny sent for "+pid) {
@@ -389,7 +392,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	r = delSend.wait(t)
 	ctlWant(t, r, 0)
 	if r.stdout != "as you wish\n" || strings.Count(r.stderr, "sessionctl: note:") != 1 ||
-		!strings.Contains(r.stderr, "approval to run `rm -rf ./victim`") || !strings.Contains(r.stderr, "`sessionctl approve "+s+" "+pid+" --choice once`") {
+		!strings.Contains(r.stderr, "approval to run `rm -rf ./victim`") || !strings.Contains(r.stderr, "`"+ctlCmd(t, home, "approve", s, pid, "--choice", "once")+"`") {
 		t.Fatalf("send with an approval; %s", r)
 	}
 	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "once"), 1, "no longer answerable")
@@ -398,14 +401,14 @@ func TestSessionctlVerbs(t *testing.T) {
 	askSend := ctlStart(t, home, "send", s, "ask color", "--input-id", "ask-1")
 	ask := submit(t, c, s, "ask-1", "ask color")
 	pid = ctlWaitPrompt(t, c, ask.AdmissionID)
-	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "once"), 2, "is a clarify question", "sessionctl answer "+s+" "+pid+" TEXT")
+	ctlWant(t, ctl(t, home, "", "approve", s, pid, "--choice", "once"), 2, "is a clarify question", ctlCmd(t, home, "answer", s, pid, "TEXT"))
 	r = ctl(t, home, "", "answer", s, pid, "blue")
 	ctlWant(t, r, 0)
 	ctlWaitTurn(t, c, ask.AdmissionID)
 	r = askSend.wait(t)
 	ctlWant(t, r, 0)
 	if r.stdout != "noted\n" || !strings.Contains(r.stderr, "asks: Which color? [red/blue]") ||
-		!strings.Contains(r.stderr, "`sessionctl answer "+s+" "+pid+" red` (choices: red, blue)") {
+		!strings.Contains(r.stderr, "`"+ctlCmd(t, home, "answer", s, pid, "red")+"` (choices: red, blue)") {
 		t.Fatalf("send with a clarify question; %s", r)
 	}
 	if res := ctlToolResults(m, "ask color"); len(res) == 0 || !strings.Contains(res[len(res)-1], `"answer":"blue"`) {
@@ -422,7 +425,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	ctlWant(t, ctl(t, home, "", "status"), 3, "is gone")
 	d.Restart(t)
 	r = bg.wait(t)
-	ctlWant(t, r, 1, "unknown", "sessionctl resolve "+s)
+	ctlWant(t, r, 1, "unknown", ctlCmd(t, home, "resolve", s))
 	if !strings.Contains(r.stderr, "reconnected") {
 		t.Fatalf("send did not say it reconnected; %s", r)
 	}
@@ -435,7 +438,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	r = ctl(t, home, "", "interrupt", s)
 	ctlWant(t, r, 0)
 	if !strings.Contains(r.stdout, "nothing was running, but admission "+unknown.AdmissionID+" is unknown") ||
-		!strings.Contains(r.stdout, "sessionctl resolve "+s+" "+unknown.AdmissionID) {
+		!strings.Contains(r.stdout, ctlCmd(t, home, "resolve", s, unknown.AdmissionID)) {
 		t.Fatalf("interrupt on a held session: %s", r)
 	}
 	r = ctl(t, home, "", "sessions")
@@ -450,10 +453,16 @@ func TestSessionctlVerbs(t *testing.T) {
 	if !strings.Contains(r.stderr, "crash story") || !strings.Contains(r.stderr, "generation "+strconv.FormatInt(*unknown.ExecutionGeneration, 10)) {
 		t.Fatalf("resolve did not show the admission first; %s", r)
 	}
+	gen := *unknown.ExecutionGeneration
+	ctlWant(t, ctl(t, home, "", "resolve", s, unknown.AdmissionID, "--yes", "--generation", strconv.FormatInt(gen+1, 10)), 1,
+		fmt.Sprintf("is unknown with generation %d, not %d: nothing resolved", gen, gen+1))
 	r = ctl(t, home, "y\n", "resolve", s, unknown.AdmissionID)
 	ctlWant(t, r, 0)
 	if !strings.Contains(r.stdout, "resolved "+unknown.AdmissionID+": terminal/interrupted") {
 		t.Fatalf("resolve: %s", r)
+	}
+	if !strings.Contains(d.Stderr(), "an unknown admission was resolved by a client") || !strings.Contains(d.Stderr(), unknown.AdmissionID) {
+		t.Fatalf("the operator's decision is not in the daemon's log:\n%s", d.Stderr())
 	}
 	if r = ctl(t, home, "", "sessions"); !ctlSessionLine(r.stdout, s, "idle") {
 		t.Fatalf("sessions does not show %s idle after resolve:\n%s", s, r.stdout)
@@ -463,15 +472,8 @@ func TestSessionctlVerbs(t *testing.T) {
 
 	// The documented failures: one line each, non-zero exit.
 	nowhere := t.TempDir()
-	// The hint shell-quotes the home (as cmd/sessionctl's shellQuote does)
-	// when it holds anything but [A-Za-z0-9/._-+,:@%=], e.g. a TMPDIR with
-	// a space.
-	qnowhere := nowhere
-	if strings.IndexFunc(nowhere, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r))
-	}) >= 0 {
-		qnowhere = "'" + strings.ReplaceAll(nowhere, "'", `'\''`) + "'"
-	}
+	// The hint shell-quotes the home, e.g. for a TMPDIR with a space.
+	qnowhere := ctlQuote(nowhere)
 	ctlWant(t, ctl(t, nowhere, "", "status"), 3, "no daemon running for home "+nowhere+" (from --home)", "daemon.json",
 		"`sessiond --home "+qnowhere+"`", "`SESSIOND_HOME="+qnowhere+" make run`")
 	wrong := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ type app struct {
 	stdout, stderr io.Writer
 
 	home           string
+	prog           string // how this program was invoked, for hints (cmdline)
 	connectTimeout time.Duration
 	timeout        time.Duration
 	jsonOut        bool
@@ -31,7 +33,28 @@ type app struct {
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, prog: "sessionctl"}
+}
+
+// cmdline returns a sessionctl command line to print in a hint, ready to
+// paste: the program as it was invoked (bin/sessionctl when run by a path,
+// sessionctl when found on PATH), the --home given, if any, then args,
+// which the caller has shell-quoted where needed.
+func (a *app) cmdline(args ...string) string {
+	parts := []string{a.prog}
+	if a.home != "" {
+		parts = append(parts, "--home", shellQuote(a.home))
+	}
+	return strings.Join(append(parts, args...), " ")
+}
+
+// progName is how a hint names this program: argv[0] when it was run by a
+// path (it holds a slash), else "sessionctl" (found on PATH).
+func progName(argv0 string) string {
+	if strings.Contains(argv0, "/") {
+		return shellQuote(argv0)
+	}
+	return "sessionctl"
 }
 
 const rootLong = `sessionctl is the terminal client and operator CLI of sessiond.

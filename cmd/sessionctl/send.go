@@ -355,8 +355,8 @@ func (s *sender) notePrompt(p rpc.Prompt) {
 	case "approval":
 		var ap approvalPayload
 		json.Unmarshal(p.Payload, &ap)
-		how = fmt.Sprintf("the turn waits for approval to run `%s` (%s); prompt %s: answer with `sessionctl approve %s %s --choice once` (or session, always, deny)",
-			ap.Command, ap.Reason, p.PromptID, s.sessionID, p.PromptID)
+		how = fmt.Sprintf("the turn waits for approval to run `%s` (%s); prompt %s: answer with `%s` (or session, always, deny)",
+			ap.Command, ap.Reason, p.PromptID, s.app.cmdline("approve", s.sessionID, p.PromptID, "--choice", "once"))
 	case "clarify":
 		var c clarifyPayload
 		json.Unmarshal(p.Payload, &c)
@@ -367,8 +367,8 @@ func (s *sender) notePrompt(p rpc.Prompt) {
 		case len(c.Questions) == 1 && len(c.Questions[0].Choices) > 0:
 			answer, more = shellQuote(c.Questions[0].Choices[0]), " (choices: "+strings.Join(c.Questions[0].Choices, ", ")+")"
 		}
-		how = fmt.Sprintf("the turn asks: %s; prompt %s: answer with `sessionctl answer %s %s %s`%s",
-			promptSummary(p), p.PromptID, s.sessionID, p.PromptID, answer, more)
+		how = fmt.Sprintf("the turn asks: %s; prompt %s: answer with `%s`%s",
+			promptSummary(p), p.PromptID, s.app.cmdline("answer", s.sessionID, p.PromptID, answer), more)
 	default:
 		how = fmt.Sprintf("the turn waits on prompt %s (%s)", p.PromptID, p.Kind)
 	}
@@ -413,7 +413,7 @@ func (s *sender) report() error {
 	case "completed":
 		return nil
 	case "unknown":
-		return fail(exitFailed, "the daemon stopped while admission %s ran; its outcome is unknown and it holds the queue — decide with `sessionctl resolve %s %s`", s.admissionID, s.sessionID, s.admissionID)
+		return fail(exitFailed, "the daemon stopped while admission %s ran; its outcome is unknown and it holds the queue — decide with `%s`", s.admissionID, s.app.cmdline("resolve", s.sessionID, s.admissionID))
 	case "cancelled":
 		return fail(exitFailed, "input %s was cancelled before it ran", s.inputID)
 	}

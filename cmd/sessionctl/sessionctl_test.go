@@ -93,7 +93,7 @@ func TestNoDaemonHint(t *testing.T) {
 // The exit-code table is in the root help once; each verb points to it.
 func TestHelpExitCodes(t *testing.T) {
 	var out strings.Builder
-	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &out, &out); code != 0 {
+	if code := run(context.Background(), "sessionctl", []string{"--help"}, strings.NewReader(""), &out, &out); code != 0 {
 		t.Fatalf("--help exited %d", code)
 	}
 	root := out.String()
@@ -104,7 +104,7 @@ func TestHelpExitCodes(t *testing.T) {
 	}
 	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
 		out.Reset()
-		if code := run(context.Background(), []string{verb, "--help"}, strings.NewReader(""), &out, &out); code != 0 {
+		if code := run(context.Background(), "sessionctl", []string{verb, "--help"}, strings.NewReader(""), &out, &out); code != 0 {
 			t.Fatalf("%s --help exited %d", verb, code)
 		}
 		if h := out.String(); !strings.Contains(h, exitCodesPointer) || strings.Contains(h, "130  ") {
@@ -116,13 +116,13 @@ func TestHelpExitCodes(t *testing.T) {
 func TestWrongVerb(t *testing.T) {
 	clar := rpc.Prompt{PromptID: "prm_1", Kind: "clarify"}
 	appr := rpc.Prompt{PromptID: "prm_2", Kind: "approval"}
-	if got := wrongVerb(rpc.MethodApprovalRespond, "ses_1", clar); !strings.Contains(got, "`sessionctl answer ses_1 prm_1 TEXT...`") {
+	if got := newApp(nil, nil, nil).wrongVerb(rpc.MethodApprovalRespond, "ses_1", clar); !strings.Contains(got, "`sessionctl answer ses_1 prm_1 TEXT...`") {
 		t.Errorf("approve on a clarify prompt: %q", got)
 	}
-	if got := wrongVerb(rpc.MethodClarifyRespond, "ses_1", appr); !strings.Contains(got, "`sessionctl approve ses_1 prm_2 --choice") {
+	if got := newApp(nil, nil, nil).wrongVerb(rpc.MethodClarifyRespond, "ses_1", appr); !strings.Contains(got, "`sessionctl approve ses_1 prm_2 --choice") {
 		t.Errorf("answer on an approval: %q", got)
 	}
-	if wrongVerb(rpc.MethodApprovalRespond, "ses_1", appr) != "" || wrongVerb(rpc.MethodClarifyRespond, "ses_1", clar) != "" {
+	if newApp(nil, nil, nil).wrongVerb(rpc.MethodApprovalRespond, "ses_1", appr) != "" || newApp(nil, nil, nil).wrongVerb(rpc.MethodClarifyRespond, "ses_1", clar) != "" {
 		t.Error("a fitting verb was refused")
 	}
 }
@@ -151,7 +151,7 @@ func TestClarifyAnswer(t *testing.T) {
 }
 
 func testModel() *tuiModel {
-	m := newTUI(&link{sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1", Title: "t", Model: "m", Cwd: "/w"}, 42, 50)
+	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1", Title: "t", Model: "m", Cwd: "/w"}, 42, 50)
 	m.st = style{} // plain text to compare
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	return m
@@ -164,7 +164,7 @@ func event(typ, adm string, payload any) eventMsg {
 
 // The scrollback is printed one batch at a time, in order.
 func TestTUIPrintsInOrder(t *testing.T) {
-	m := newTUI(&link{sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1"}, 42, 50)
+	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1"}, 42, 50)
 	if cmd := m.Init(); cmd != nil {
 		t.Fatal("Init must wait for the window size before printing")
 	}
@@ -251,5 +251,21 @@ func TestTUIClarifyKeepsTheDraft(t *testing.T) {
 	m.Update(event("prompt.closed", "adm_1", map[string]any{"prompt_id": "p2", "resolution": "answered", "response": map[string]any{"answer": "b"}}))
 	if m.clar != nil || string(m.input) != "half a thought" {
 		t.Fatalf("the draft did not come back: %q", string(m.input))
+	}
+}
+
+// TestHintsArePasteable: a printed hint names the program as it was run
+// (a path when run by one) and carries the --home that was given.
+func TestHintsArePasteable(t *testing.T) {
+	a := newApp(nil, nil, nil)
+	if got := a.cmdline("resolve", "ses_1", "adm_1"); got != "sessionctl resolve ses_1 adm_1" {
+		t.Fatalf("plain: %q", got)
+	}
+	a.prog, a.home = progName("bin/sessionctl"), "/tmp/my home"
+	if got := a.cmdline("resolve", "ses_1", "adm_1"); got != "bin/sessionctl --home '/tmp/my home' resolve ses_1 adm_1" {
+		t.Fatalf("by path with --home: %q", got)
+	}
+	if got := progName("sessionctl"); got != "sessionctl" {
+		t.Fatalf("progName on PATH: %q", got)
 	}
 }

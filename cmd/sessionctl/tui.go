@@ -648,7 +648,7 @@ func (m *tuiModel) tellUnknown(r rpc.Receipt) {
 		return
 	}
 	m.toldUnknown[r.AdmissionID] = true
-	m.print(m.st.red(fmt.Sprintf("! input #%d is unknown: the daemon stopped while it ran; it holds the queue until an operator runs: sessionctl resolve %s %s", r.Seq, m.sessionID, r.AdmissionID)))
+	m.print(m.st.red(fmt.Sprintf("! input #%d is unknown: the daemon stopped while it ran; it holds the queue until an operator runs: %s", r.Seq, m.l.app.cmdline("resolve", m.sessionID, r.AdmissionID))))
 }
 
 func (m *tuiModel) upsertPending(r rpc.Receipt) {
@@ -979,7 +979,7 @@ func (m *tuiModel) View() tea.View {
 			lines = append(lines, fit(m.st.dim(fmt.Sprintf("queued #%d%s: ", r.Seq, why))+oneLine(m.textOf(r))))
 		case "unknown":
 			lines = append(lines, fit(m.st.red(fmt.Sprintf("unknown #%d: ", r.Seq))+oneLine(m.textOf(r))+
-				m.st.dim(fmt.Sprintf(" — resolve: sessionctl resolve %s %s", m.sessionID, r.AdmissionID))))
+				m.st.dim(" — resolve: "+m.l.app.cmdline("resolve", m.sessionID, r.AdmissionID))))
 		}
 	}
 	for _, it := range m.outbox {

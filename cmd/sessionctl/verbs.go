@@ -288,7 +288,7 @@ ids (for approve and answer).`,
 			}
 			tw.Flush()
 			if r := firstUnknown(snap.Pending); r != nil {
-				fmt.Fprintf(a.stdout, "\n%s is unknown: the daemon stopped while it ran. Decide with: sessionctl resolve %s %s\n", r.AdmissionID, snap.SessionID, r.AdmissionID)
+				fmt.Fprintf(a.stdout, "\n%s is unknown: the daemon stopped while it ran. Decide with: %s\n", r.AdmissionID, a.cmdline("resolve", snap.SessionID, r.AdmissionID))
 			}
 		}
 		if len(snap.Prompts) > 0 {
@@ -386,6 +386,9 @@ for confirmation on stdin, unless --yes.`,
 		var r rpc.Receipt
 		err = a.callOn(ctx, c, rpc.MethodResolveUnknown, rpc.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
 		if errors.Is(err, rpc.ErrStaleGeneration) {
+			if adm != nil && adm.Status == "unknown" && adm.ExecutionGeneration != nil && *adm.ExecutionGeneration != gen {
+				return fail(exitFailed, "admission %s is unknown with generation %d, not %d: nothing resolved (omit --generation to use its own)", admissionID, *adm.ExecutionGeneration, gen)
+			}
 			return fail(exitFailed, "admission %s is not unknown with generation %d (already resolved, settled, or never crashed): %v", admissionID, gen, err)
 		}
 		if err != nil {
@@ -418,9 +421,9 @@ unknown one (use resolve).`,
 		err := a.call(ctx, rpc.MethodPromptCancel, rpc.AdmissionRef{SessionID: args[0], AdmissionID: args[1]}, &r)
 		switch {
 		case errors.Is(err, rpc.ErrNotQueued):
-			return fail(exitFailed, "admission %s is no longer queued (a running turn: sessionctl interrupt %s)", args[1], args[0])
+			return fail(exitFailed, "admission %s is no longer queued (a running turn: %s)", args[1], a.cmdline("interrupt", args[0]))
 		case errors.Is(err, rpc.ErrUnknownExecution):
-			return fail(exitFailed, "admission %s is unknown after a daemon crash; decide with: sessionctl resolve %s %s", args[1], args[0], args[1])
+			return fail(exitFailed, "admission %s is unknown after a daemon crash; decide with: %s", args[1], a.cmdline("resolve", args[0], args[1]))
 		case err != nil:
 			return err
 		}
@@ -476,7 +479,7 @@ interrupted: interrupt names it, and resolve settles it.`,
 				return err
 			}
 			if u := firstUnknown(snap.Pending); u != nil {
-				fmt.Fprintf(a.stdout, "nothing was running, but admission %s is unknown (the daemon stopped while it ran) and holds the session's queue; decide with: sessionctl resolve %s %s\n", u.AdmissionID, p.SessionID, u.AdmissionID)
+				fmt.Fprintf(a.stdout, "nothing was running, but admission %s is unknown (the daemon stopped while it ran) and holds the session's queue; decide with: %s\n", u.AdmissionID, a.cmdline("resolve", p.SessionID, u.AdmissionID))
 			} else {
 				fmt.Fprintln(a.stdout, "nothing was running")
 			}
@@ -517,7 +520,7 @@ func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, g
 		return r, err
 	}
 	if open != nil {
-		if msg := wrongVerb(method, p.SessionID, *open); msg != "" {
+		if msg := a.wrongVerb(method, p.SessionID, *open); msg != "" {
 			return r, usageError("%s", msg)
 		}
 	}
@@ -533,12 +536,12 @@ func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, g
 
 // wrongVerb explains an approve on a clarify prompt, or an answer on an
 // approval ("" when the verb fits the prompt).
-func wrongVerb(method, sessionID string, p rpc.Prompt) string {
+func (a *app) wrongVerb(method, sessionID string, p rpc.Prompt) string {
 	switch {
 	case method == rpc.MethodApprovalRespond && p.Kind == "clarify":
-		return fmt.Sprintf("prompt %s is a clarify question, not an approval; answer it with `sessionctl answer %s %s TEXT...`", p.PromptID, sessionID, p.PromptID)
+		return fmt.Sprintf("prompt %s is a clarify question, not an approval; answer it with `%s`", p.PromptID, a.cmdline("answer", sessionID, p.PromptID, "TEXT..."))
 	case method == rpc.MethodClarifyRespond && p.Kind == "approval":
-		return fmt.Sprintf("prompt %s is an approval, not a clarify question; answer it with `sessionctl approve %s %s --choice once|session|always|deny`", p.PromptID, sessionID, p.PromptID)
+		return fmt.Sprintf("prompt %s is an approval, not a clarify question; answer it with `%s`", p.PromptID, a.cmdline("approve", sessionID, p.PromptID, "--choice", "once|session|always|deny"))
 	}
 	return ""
 }
