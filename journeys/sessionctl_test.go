@@ -321,6 +321,15 @@ func TestSessionctlVerbs(t *testing.T) {
 	// send --timeout gives up with its own exit code; the turn goes on.
 	r = ctl(t, home, "", "send", s, "held", "--input-id", "held-1", "--timeout", "1s")
 	ctlWant(t, r, 5, "gave up waiting after 1s", "the turn continues in the daemon")
+	r = ctl(t, home, "", "send", s, "held", "--input-id", "held-1", "--timeout", "1s", "--json")
+	ctlWant(t, r, 5, "gave up waiting after 1s")
+	var pendingSend struct {
+		AdmissionID string `json:"admission_id"`
+		Outcome     string `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pendingSend); err != nil || pendingSend.AdmissionID != run.AdmissionID || pendingSend.Outcome != "pending" {
+		t.Fatalf("send --json --timeout printed %q (%v), want admission %s pending", r.stdout, err, run.AdmissionID)
+	}
 	r = ctl(t, home, "", "sessions")
 	if !ctlSessionLine(r.stdout, s, "running") {
 		t.Fatalf("sessions does not show %s running:\n%s", s, r.stdout)

@@ -30,7 +30,7 @@ type sendResult struct {
 	SessionID   string       `json:"session_id"`
 	InputID     string       `json:"input_id"`
 	AdmissionID string       `json:"admission_id"`
-	Outcome     string       `json:"outcome"` // completed | failed | interrupted | cancelled | unknown
+	Outcome     string       `json:"outcome"` // completed | failed | interrupted | cancelled | unknown | pending (stopped waiting first)
 	Error       string       `json:"error,omitempty"`
 	Reply       string       `json:"reply"`
 	Receipt     *rpc.Receipt `json:"receipt"`
@@ -49,7 +49,11 @@ subscribes to the session before submitting, so no event is missed.
 Exit 0 when the turn completed; 1 when it failed, was interrupted or
 cancelled (the reason goes to stderr), or when the daemon crashed while it
 ran (the admission is then unknown: see resolve); 5 when --timeout passed
-first (the turn goes on in the daemon).
+first (the turn goes on in the daemon). With --json, stdout gets one object
+{session_id, input_id, admission_id, outcome, error?, reply, receipt} in
+every case that got a receipt; outcome "pending" means sessionctl stopped
+waiting first (--timeout, Ctrl-C); reply is then the turn's last complete
+assistant message so far, if any.
 
 --input-id makes the submit idempotent across invocations: the same id with
 the same text never runs twice, and a repeated send just waits for (or
@@ -159,6 +163,11 @@ func (s *sender) run(ctx context.Context) error {
 func (s *sender) explain(ctx context.Context, err error) error {
 	if ctx.Err() == nil {
 		return err
+	}
+	if s.app.jsonOut && s.admissionID != "" {
+		// Scripts get the admission id even when they stop waiting.
+		s.app.printJSON(sendResult{SessionID: s.sessionID, InputID: s.inputID, AdmissionID: s.admissionID,
+			Outcome: "pending", Reply: s.reply(), Receipt: s.receipt})
 	}
 	where := "the turn continues in the daemon"
 	switch {
