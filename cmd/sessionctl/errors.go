@@ -25,10 +25,12 @@ const exitCodesHelp = `Exit codes (the same for every verb):
   1    the turn failed, was interrupted or cancelled, or its outcome is unknown
        after a daemon crash; or the daemon refused the request (invalid
        params such as a --cwd that does not exist, stale generation, not
-       queued, conflicting input id, draining, ...)
+       queued, conflicting input id, draining, ...); or an answer came after
+       the prompt was answered (the first answer stands); or you declined a
+       confirmation (resolve)
   2    usage error, found before anything changed in the daemon (unknown
-       verb, missing argument, bad flag value, approve on a clarify prompt or
-       answer on an approval)
+       verb, missing argument, bad flag value such as a malformed --input-id,
+       approve on a clarify prompt or answer on an approval)
   3    no daemon for this home, daemon unreachable, token refused, or the
        connection was lost and could not be re-established
   4    unknown session, admission or prompt

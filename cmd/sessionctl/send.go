@@ -25,6 +25,20 @@ func newInputID(prefix string) string {
 	return fmt.Sprintf("%s-%d-%s", prefix, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
 }
 
+// validInputID mirrors the daemon's input_id rule (PROTOCOL §4,
+// prompt.submit), so a bad --input-id is a usage error (exit 2).
+func validInputID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 // sendResult is the JSON of `send --json`.
 type sendResult struct {
 	SessionID   string       `json:"session_id"`
@@ -90,6 +104,8 @@ prints a note on stderr for each with the exact command to answer it.`,
 		}
 		if inputID == "" {
 			inputID = newInputID("sessionctl")
+		} else if !validInputID(inputID) {
+			return usageError("--input-id %q: must be 1-128 characters of [A-Za-z0-9._:-]", inputID)
 		}
 		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor,
 			msgs: map[int64]rpc.Message{}}

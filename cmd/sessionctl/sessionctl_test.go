@@ -269,3 +269,32 @@ func TestHintsArePasteable(t *testing.T) {
 		t.Fatalf("progName on PATH: %q", got)
 	}
 }
+
+// TestLateAnswerAndBadInputIDExitCodes: an answer that came after the
+// prompt was answered exits 1 (it was not applied), also with --json; a
+// malformed --input-id is a usage error (exit 2) found before any call.
+func TestLateAnswerAndBadInputIDExitCodes(t *testing.T) {
+	var out strings.Builder
+	a := newApp(nil, &out, &out)
+	for _, jsonOut := range []bool{false, true} {
+		a.jsonOut = jsonOut
+		err := a.printRespond(rpc.RespondResult{PromptID: "prm_1", Status: "already_resolved"}, "approval")
+		if code := a.exitCode(err); code != exitFailed {
+			t.Fatalf("json=%v: late answer exits %d (%v), want %d", jsonOut, code, err, exitFailed)
+		}
+		if err := a.printRespond(rpc.RespondResult{PromptID: "prm_1", Status: "resolved"}, "approval"); a.exitCode(err) != exitOK {
+			t.Fatalf("json=%v: applied answer: %v", jsonOut, err)
+		}
+	}
+	for _, id := range []string{"has space", strings.Repeat("x", 129), "ümlaut", "semi;colon"} {
+		var stderr strings.Builder
+		code := run(context.Background(), "sessionctl", []string{"--home", t.TempDir(), "send", "ses_1", "hi", "--input-id", id},
+			strings.NewReader(""), &stderr, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--input-id") {
+			t.Fatalf("--input-id %q: exit %d, %s", id, code, stderr.String())
+		}
+	}
+	if !validInputID("ci-build_1234:attempt.2") {
+		t.Fatal("a valid input id was refused")
+	}
+}

@@ -621,13 +621,17 @@ question, in order, when the prompt asks several.`,
 	return cmd
 }
 
+// printRespond prints an answer's result. An answer that came after the
+// prompt was answered (already_resolved) was not applied: exit 1.
 func (a *app) printRespond(r rpc.RespondResult, what string) error {
+	late := r.Status == "already_resolved"
 	if a.jsonOut {
-		return a.printJSON(r)
+		if err := a.printJSON(r); err != nil || !late {
+			return err
+		}
 	}
-	if r.Status == "already_resolved" {
-		fmt.Fprintf(a.stdout, "prompt %s was already answered; the first answer stands\n", r.PromptID)
-		return nil
+	if late {
+		return fail(exitFailed, "prompt %s was already answered; the first answer stands and yours was not applied", r.PromptID)
 	}
 	fmt.Fprintf(a.stdout, "%s sent for %s\n", what, r.PromptID)
 	return nil
