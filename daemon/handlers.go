@@ -92,12 +92,20 @@ func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, params json.RawMes
 }
 
 func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var n int64
-	if err := d.db.Get(ctx, &n, `SELECT count(*) FROM sessions`); err != nil {
+	var counts struct {
+		Sessions int64 `db:"sessions"`
+		Held     int64 `db:"held"`
+		Prompts  int64 `db:"prompts"`
+	}
+	// The partial indexes need their WHERE terms repeated.
+	if err := d.db.Get(ctx, &counts, `SELECT (SELECT count(*) FROM sessions) AS sessions,
+		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
+		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
 		return nil, wireErr(err)
 	}
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
-		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: n, RunningTurns: d.sched.RunningCount()}
+		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
+		HeldSessions: counts.Held, OpenPrompts: counts.Prompts}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage = rpc.StorageInfo{WALBytes: st.WALBytes, LastCheckpointAt: store.FormatTime(st.At), CheckpointBusy: st.Busy}
 		if st.Err != nil {

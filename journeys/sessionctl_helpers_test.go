@@ -71,8 +71,9 @@ func ctlCtx(t *testing.T, ctx context.Context, home, stdin string, args ...strin
 	return r
 }
 
-// wantCtl asserts the exit code, and that a failure is explained in
-// exactly one "sessionctl: ..." line on stderr containing every want.
+// ctlWant asserts the exit code, and that a failure is explained in
+// exactly one "sessionctl: ..." line on stderr containing every want, or
+// that a success printed every want on stdout.
 func ctlWant(t *testing.T, r ctlResult, code int, want ...string) {
 	t.Helper()
 	if r.code != code {
@@ -88,6 +89,12 @@ func ctlWant(t *testing.T, r ctlResult, code int, want ...string) {
 			if !strings.Contains(last, w) {
 				t.Fatalf("the error line %q does not mention %q; %s", last, w, r)
 			}
+		}
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stdout, w) {
+			t.Fatalf("stdout does not mention %q; %s", w, r)
 		}
 	}
 }

@@ -381,6 +381,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	if l := ctlListed(t, home, s); l.OpenPromptCount != 1 || l.Running == nil || *l.Running != del.AdmissionID || l.UnknownCount != 0 {
 		t.Fatalf("session.list row while the approval waits: %+v", l)
 	}
+	ctlWant(t, ctl(t, home, "", "status"), 0, "waiting for you  1 prompt(s)")
 	r = ctl(t, home, "", "pending", s)
 	if !strings.Contains(r.stdout, pid) || !strings.Contains(r.stdout, "approval") || !strings.Contains(r.stdout, "rm -rf ./victim") {
 		t.Fatalf("pending does not show the approval prompt:\n%s", r.stdout)
@@ -457,6 +458,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	if l := ctlListed(t, home, s); l.UnknownCount != 1 || l.Running != nil || l.OpenPromptCount != 0 {
 		t.Fatalf("session.list row of the held session: %+v", l)
 	}
+	ctlWant(t, ctl(t, home, "", "status"), 0, "held", "1 session(s) behind an unknown input after a crash", ctlCmd(t, home, "resolve", "SESSION", "ADMISSION"))
 	r = ctl(t, home, "n\n", "resolve", s, unknown.AdmissionID)
 	ctlWant(t, r, 1, "not resolved")
 	if !strings.Contains(r.stderr, "crash story") || !strings.Contains(r.stderr, "generation "+strconv.FormatInt(*unknown.ExecutionGeneration, 10)) {

@@ -169,6 +169,11 @@ type DaemonInfo struct {
 	Home         string `json:"home"`
 	Sessions     int64  `json:"sessions"`
 	RunningTurns int    `json:"running_turns"`
+	// HeldSessions counts the sessions whose queue an unknown admission
+	// holds (left by a crash, until prompt.resolve_unknown); OpenPrompts
+	// the approvals and clarifications waiting for an answer, daemon-wide.
+	HeldSessions int64 `json:"held_sessions"`
+	OpenPrompts  int64 `json:"open_prompts"`
 	// Storage is the state of state.db's WAL as of the last periodic
 	// checkpoint (docs/protocol.md Part 2, section F).
 	Storage StorageInfo `json:"storage"`

@@ -52,6 +52,12 @@ func (a *app) statusCommand() *cobra.Command {
 		fmt.Fprintf(tw, "started\t%s (boot epoch %d)\n", info.StartedAt, info.BootEpoch)
 		fmt.Fprintf(tw, "sessions\t%d\n", info.Sessions)
 		fmt.Fprintf(tw, "running turns\t%d\n", info.RunningTurns)
+		if info.OpenPrompts > 0 {
+			fmt.Fprintf(tw, "waiting for you\t%d prompt(s): see sessionctl sessions, then sessionctl pending SESSION\n", info.OpenPrompts)
+		}
+		if info.HeldSessions > 0 {
+			fmt.Fprintf(tw, "held\t%d session(s) behind an unknown input after a crash: see sessionctl sessions, then %s\n", info.HeldSessions, a.cmdline("resolve", "SESSION", "ADMISSION"))
+		}
 		if info.Storage.CheckpointError != "" {
 			fmt.Fprintf(tw, "storage\tWARNING: %s (state.db-wal is %d bytes and grows until state.db is writable)\n", info.Storage.CheckpointError, info.Storage.WALBytes)
 		}
