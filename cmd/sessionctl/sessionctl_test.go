@@ -298,3 +298,21 @@ func TestLateAnswerAndBadInputIDExitCodes(t *testing.T) {
 		t.Fatal("a valid input id was refused")
 	}
 }
+
+// TestTUIStatusLine: the status line says a session is held by an unknown
+// input (not "idle"), and while disconnected it offers no interrupt.
+func TestTUIStatusLine(t *testing.T) {
+	m := testModel()
+	if got := m.statusLine(); !strings.Contains(got, "idle") {
+		t.Fatalf("fresh session: %q", got)
+	}
+	gen := int64(3)
+	m.pending = []rpc.Receipt{{AdmissionID: "adm_1", Seq: 1, Status: "unknown", ExecutionGeneration: &gen}}
+	if got := m.statusLine(); !strings.Contains(got, "held (unknown input") || strings.Contains(got, "idle") {
+		t.Fatalf("held session: %q", got)
+	}
+	m.connected, m.connNote = false, "connection lost"
+	if got := m.statusLine(); strings.Contains(got, "interrupts") || !strings.Contains(got, "connection lost") {
+		t.Fatalf("disconnected: %q", got)
+	}
+}

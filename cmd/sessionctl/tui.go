@@ -1057,9 +1057,19 @@ func (m *tuiModel) statusLine() string {
 	} else {
 		parts = append(parts, m.st.red("○ "+m.connNote))
 	}
-	if m.running != "" {
+	held := false
+	for _, r := range m.pending {
+		held = held || r.Status == "unknown"
+	}
+	switch {
+	case !m.connected:
+		parts = append(parts, m.st.dim("Ctrl-C detaches · /help"))
+	case m.running != "":
 		parts = append(parts, m.st.bold("turn running")+m.st.dim(" · Ctrl-C interrupts, twice detaches"))
-	} else {
+	case held:
+		// Inputs sent now queue behind the unknown one until it is resolved.
+		parts = append(parts, m.st.red("held (unknown input: resolve it from a shell)")+m.st.dim(" · Enter queues · Ctrl-C detaches"))
+	default:
 		parts = append(parts, "idle"+m.st.dim(" · Enter sends · Ctrl-C detaches · /help"))
 	}
 	return strings.Join(parts, m.st.dim(" · "))
