@@ -54,7 +54,19 @@ func run(args []string, stderr io.Writer) int {
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "how long a graceful stop waits for running turns to settle")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
+		// As the usage line spells them (the flag package takes - and --).
+		fs.VisitAll(func(f *flag.Flag) {
+			arg, text := flag.UnquoteUsage(f)
+			fmt.Fprintf(stderr, "  --%s", f.Name)
+			if arg != "" {
+				fmt.Fprintf(stderr, " %s", arg)
+			}
+			fmt.Fprintf(stderr, "\n    \t%s", text)
+			if f.DefValue != "" && f.DefValue != "false" {
+				fmt.Fprintf(stderr, " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(stderr)
+		})
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -18,7 +18,8 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 		t.Fatalf("no Flags section:\n%s", help)
 	}
 	usage, _, _ = strings.Cut(usage[strings.Index(usage, "Usage:"):], "\n\n")
-	names := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(flags, -1)
+	// Flags are listed as the usage line spells them, with two dashes.
+	names := regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(flags, -1)
 	if len(names) < 5 {
 		t.Fatalf("found %d flags in:\n%s", len(names), flags)
 	}
