@@ -201,10 +201,10 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		switch {
 		case err == nil:
 			if existing.PayloadDigest != digest {
-				return fmt.Errorf("%w: input_id %q is admission %s", ErrConflict, req.InputID, existing.AdmissionID)
+				return &InputError{Err: ErrConflict, InputID: req.InputID, AdmissionID: existing.AdmissionID}
 			}
 			if existing.Outcome.String == string(OutcomeCancelled) {
-				return fmt.Errorf("%w: input_id %q (admission %s)", ErrCancelled, req.InputID, existing.AdmissionID)
+				return &InputError{Err: ErrCancelled, InputID: req.InputID, AdmissionID: existing.AdmissionID}
 			}
 			rec = existing.Receipt()
 			rec.Duplicate = true
@@ -257,6 +257,20 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 	})
 	return rec, store.Classify(err)
 }
+
+// InputError is Admit's refusal of an input_id that names an existing
+// admission: Err is ErrConflict or ErrCancelled, AdmissionID that
+// admission's id (the wire error's data.admission_id).
+type InputError struct {
+	Err                  error
+	InputID, AdmissionID string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%v: input_id %q is admission %s", e.Err, e.InputID, e.AdmissionID)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
 
 // waitReason says why the queued admission a waits, from the store's view of
 // its session and the scheduler's capacity.

@@ -63,7 +63,11 @@ func wireErr(err error) error {
 	}
 	for _, t := range table {
 		if errors.Is(err, t.target) {
-			return rpc.Errorf(t.reason, "%s", err.Error())
+			re := rpc.Errorf(t.reason, "%s", err.Error())
+			if ie := (*admission.InputError)(nil); errors.As(err, &ie) {
+				re = re.With("admission_id", ie.AdmissionID)
+			}
+			return re
 		}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -175,6 +175,10 @@ func TestAttachmentsDigestIgnoresFormatting(t *testing.T) {
 	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "att", "text": "x",
 		"attachments": json.RawMessage(`[{"a":"y","b":2}]`)})
 	wantWire(t, err, rpc.ReasonAdmissionConflict)
+	// The error names the admission the input_id already is.
+	if re := (*rpc.Error)(nil); !errors.As(err, &re) || re.Data["admission_id"] != first.(rpc.Receipt).AdmissionID {
+		t.Fatalf("conflict data %+v, want admission_id %s", re, first.(rpc.Receipt).AdmissionID)
+	}
 }
 
 func TestApprovalsListShowsRememberedPatterns(t *testing.T) {
