@@ -72,8 +72,8 @@ func (a *app) sessionsCommand() *cobra.Command {
 		Use:     "sessions",
 		Aliases: []string{"ls"},
 		Short:   "List the sessions",
-		Long: `Prints a table of sessions, newest first: id, title, state, pending inputs,
-cwd and creation time. The state is held (unknown) (an input was left
+		Long: `Prints a table of sessions, newest first: id, title, state, pending inputs
+(not yet terminal: queued, running or unknown), cwd and creation time. The state is held (unknown) (an input was left
 unknown by a daemon crash and holds the queue until sessionctl resolve),
 waiting for you (a turn waits on an approval or a question: see sessionctl
 pending), running (a turn runs), queued (inputs wait, e.g. for capacity)
@@ -597,7 +597,8 @@ func (a *app) answerCommand() *cobra.Command {
 		Long: `Answers an open clarify prompt of the running turn. One TEXT is sent as the
 answer string (a choice's text, or free text); several TEXTs are sent as a
 list: the selected choices of a multi-select question, or one answer per
-question, in order, when the prompt asks several.`,
+question, in order, when the prompt asks several. TEXT is sent as written:
+give a choice by its text ("blue"), not by its number as in attach.`,
 		Example: `  sessionctl answer "$S" prm_0199c0de-... "blue"
   sessionctl answer "$S" prm_0199c0de-... "use the staging database"
   sessionctl answer "$S" prm_0199c0de-... red green   # multi-select`,
