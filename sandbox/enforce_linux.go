@@ -1,0 +1,279 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// enter confines this process as s says and execs /bin/sh -c command. It
+// returns only on failure, and then nothing of the command ran.
+func enter(s Spec, command string) error {
+	// Landlock, capabilities and seccomp are per thread: all of it, and the
+	// exec, happen on this one.
+	runtime.LockOSThread()
+	if err := mountNamespace(s); err != nil {
+		return err
+	}
+	// Re-enter the cwd: the process still stands in the directory it was
+	// started in, beneath any mount placed over it here.
+	if s.Cwd != "" {
+		if err := unix.Chdir(s.Cwd); err != nil {
+			return fmt.Errorf("chdir %s: %w", s.Cwd, err)
+		}
+	}
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < MinLandlockABI {
+		return fmt.Errorf("Landlock ABI %d (error %v): %d or later is needed", abi, err, MinLandlockABI)
+	}
+	cfg := landlock.V11.BestEffort()
+	if s.Policy.Network {
+		cfg.HandledAccessNet = 0
+	}
+	rules := []landlock.Rule{
+		landlock.RODirs("/").WithResolveUnix(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
+	}
+	if w := s.writable(); len(w) > 0 {
+		rules = append(rules, landlock.RWDirs(w...).WithRefer().WithResolveUnix())
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock ruleset: %w", err)
+	}
+	if fd < 0 {
+		return fmt.Errorf("landlock: nothing could be restricted")
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock restrict: %w", err)
+	}
+	unix.Close(fd)
+	if !s.Policy.Network {
+		if err := loadSeccomp(); err != nil {
+			return err
+		}
+	}
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close descriptors: %w", err)
+	}
+	return syscall.Exec("/bin/sh", []string{"/bin/sh", "-c", command}, os.Environ())
+}
+
+// mountNamespace makes every mount private (nothing done here reaches
+// the daemon's namespace) and places the protected directories out of
+// reach.
+func mountNamespace(s Spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private (is this a private mount namespace?): %w", err)
+	}
+	writable := s.writable()
+	empty := "" // an empty read-only file to cover secrets with, made on first need
+	for _, p := range s.Protected {
+		p = filepath.Clean(p)
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			continue // nothing there to protect; it cannot be created in a read-only parent either way
+		}
+		// Pin every directory between a writable location and p as a
+		// mount point, outermost first, so that none can be renamed or
+		// removed (EBUSY) and p stays where the daemon looks for it.
+		for _, w := range writable {
+			if !Within(p, w) || p == filepath.Clean(w) {
+				continue
+			}
+			var chain []string
+			for d := filepath.Dir(p); d != filepath.Clean(w) && d != "/" && Within(d, w); d = filepath.Dir(d) {
+				chain = append(chain, d)
+			}
+			slices.Reverse(chain)
+			for _, d := range chain {
+				if err := bindSelf(d); err != nil {
+					return err
+				}
+			}
+		}
+		var inside []string
+		for _, w := range writable {
+			if Within(w, p) {
+				inside = append(inside, filepath.Clean(w))
+			}
+		}
+		if len(inside) == 0 {
+			// Nothing writable lies in p: hide it whole.
+			if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
+				return fmt.Errorf("hide %s: %w", p, err)
+			}
+			continue
+		}
+		// A writable location lies in p (the session's cwd is p or beneath
+		// it): keep those writable, freeze the rest of p read-only, and
+		// cover its secrets.
+		for _, w := range inside {
+			if w == p {
+				continue
+			}
+			if err := bindSelf(w); err != nil {
+				return err
+			}
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := remountReadOnly(p); err != nil {
+			return err
+		}
+		for _, name := range s.CoveredFiles {
+			f := filepath.Join(p, name)
+			fi, err := os.Lstat(f)
+			if err != nil {
+				continue // absent: it cannot be created in a read-only directory
+			}
+			if fi.IsDir() {
+				if err := unix.Mount("tmpfs", f, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
+					return fmt.Errorf("cover %s: %w", f, err)
+				}
+				continue
+			}
+			if !fi.Mode().IsRegular() {
+				// A symlink or special file: bind mounts follow symlinks, so
+				// cover it by its resolved target when that is in p.
+				if t, err := filepath.EvalSymlinks(f); err == nil && Within(t, p) {
+					f = t
+				} else {
+					continue
+				}
+			}
+			if empty == "" {
+				var err error
+				if empty, err = emptyFile(s.TempDir); err != nil {
+					return err
+				}
+			}
+			if err := unix.Mount(empty, f, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("cover %s: %w", f, err)
+			}
+			if err := remountReadOnly(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emptyFile mounts a small read-only tmpfs on a new directory in tempDir
+// and returns the path of the empty, read-only file in it. (/dev/null
+// would not do: a device stays writable on a read-only mount.)
+func emptyFile(tempDir string) (string, error) {
+	if tempDir == "" {
+		return "", fmt.Errorf("covering files needs a temp directory")
+	}
+	dir, err := os.MkdirTemp(tempDir, ".sessiond-cover-")
+	if err != nil {
+		return "", fmt.Errorf("cover: %w", err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
+		return "", fmt.Errorf("cover: %w", err)
+	}
+	f := filepath.Join(dir, "empty")
+	if err := os.WriteFile(f, nil, 0o400); err != nil {
+		return "", fmt.Errorf("cover: %w", err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return "", fmt.Errorf("cover: %w", err)
+	}
+	return f, nil
+}
+
+// bindSelf bind-mounts d (recursively) onto itself: d becomes a mount
+// point, which cannot be renamed or removed.
+func bindSelf(d string) error {
+	if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", d, err)
+	}
+	return nil
+}
+
+// remountReadOnly makes the bind mount at p read-only, keeping the flags
+// the kernel locks (nosuid, nodev, noexec, atime) as they are.
+func remountReadOnly(p string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", p, err)
+	}
+	keep := uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+	if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|keep, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", p, err)
+	}
+	return nil
+}
+
+// dropCapabilities empties the bounding and ambient sets, then the
+// inheritable, permitted and effective ones: even root keeps no
+// capability across the exec (no CAP_SYS_PTRACE to read a non-dumpable
+// daemon's /proc files, no CAP_KILL, no CAP_DAC_OVERRIDE, no mounts).
+func dropCapabilities() error {
+	last := 63
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	return nil
+}
+
+// loadSeccomp refuses, with EPERM, socket(2) and socketpair(2) for every
+// family but AF_UNIX, and io_uring (which could open sockets past this
+// filter).
+func loadSeccomp() error {
+	filter := seccomp.Filter{
+		NoNewPrivs: true,
+		Policy: seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls: []seccomp.SyscallGroup{
+				{
+					Action: seccomp.ActionErrno,
+					NamesWithCondtions: []seccomp.NameWithConditions{
+						{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+						{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+					},
+				},
+				{
+					Action: seccomp.ActionErrno,
+					Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
+				},
+			},
+		},
+	}
+	if err := seccomp.LoadFilter(filter); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	return nil
+}

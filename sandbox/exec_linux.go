@@ -1,0 +1,145 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	seccomp "github.com/elastic/go-seccomp-bpf"
+)
+
+// HelperArg is the hidden first argument that turns any binary importing
+// this package into the sandbox's exec helper (see the package doc).
+const HelperArg = "__sandbox-exec"
+
+// HelperPath is the program a sandboxed command is started as: the
+// running binary itself, whatever its name or location.
+const HelperPath = "/proc/self/exe"
+
+// Exit statuses of the helper itself, before /bin/sh runs.
+const (
+	// ExitGateClosed: the gate on fd 3 closed without a line; nothing ran.
+	ExitGateClosed = 125
+	// ExitSetupFailed: the sandbox could not be set up; nothing ran. The
+	// reason is on stderr, prefixed "sessiond sandbox: ".
+	ExitSetupFailed = 126
+)
+
+// MinLandlockABI is the lowest Landlock ABI the sandbox accepts: 6 adds
+// signal and abstract-socket scoping, without which a command could kill
+// the daemon.
+const MinLandlockABI = 6
+
+// Command returns the *exec.Cmd that runs "/bin/sh -c command" confined
+// by s: program HelperPath, arguments HelperArg, the JSON of s and
+// command, and a SysProcAttr with its own process group and a private
+// mount namespace (plus a user namespace mapping the caller's uid and gid
+// to themselves when not root). The caller sets Dir, Env, Stdin, Stdout,
+// Stderr and, when s.Gate, ExtraFiles[0] (fd 3), and may add to
+// SysProcAttr.
+func (s Spec) Command(ctx context.Context, command string) (*exec.Cmd, error) {
+	if s.Policy.Mode == ModeOff {
+		return nil, errors.New("sandbox: mode off has nothing to enforce")
+	}
+	if err := s.Policy.Validate(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	js, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, HelperPath, HelperArg, string(js), command)
+	cmd.SysProcAttr = sysProcAttr()
+	return cmd, nil
+}
+
+func sysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNS}
+	if os.Geteuid() != 0 {
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+	}
+	return a
+}
+
+// Probe checks that this kernel and process can enforce a sandbox: a
+// Landlock ABI of at least MinLandlockABI, seccomp, and a helper run that
+// sets up namespaces, mounts, Landlock and seccomp for a trivial command.
+// The error says what is missing; nil means commands can be sandboxed.
+func Probe() error {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		return fmt.Errorf("Landlock is not available: %v", err)
+	}
+	if abi < MinLandlockABI {
+		return fmt.Errorf("Landlock ABI %d is too old: %d or later is needed (signal scoping, Linux 6.12)", abi, MinLandlockABI)
+	}
+	if !seccomp.Supported() {
+		return errors.New("seccomp is not available")
+	}
+	tmp, err := os.MkdirTemp("", "sessiond-probe-")
+	if err != nil {
+		return fmt.Errorf("temp directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	spec := Spec{Policy: Policy{Mode: ModeReadOnly}, Cwd: tmp, TempDir: tmp, Protected: []string{tmp}, CoveredFiles: []string{"x"}}
+	cmd, err := spec.Command(ctx, "exit 0")
+	if err != nil {
+		return err
+	}
+	cmd.Dir = tmp
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out.String()), "sessiond sandbox: "))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("the sandbox helper failed: %s", msg)
+	}
+	return nil
+}
+
+func init() {
+	if len(os.Args) >= 2 && os.Args[1] == HelperArg {
+		os.Exit(helperMain(os.Args[2:]))
+	}
+}
+
+// helperMain is the exec helper; it returns only on failure.
+func helperMain(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "sessiond sandbox: usage: "+HelperArg+" SPEC COMMAND")
+		return ExitSetupFailed
+	}
+	var s Spec
+	if err := json.Unmarshal([]byte(args[0]), &s); err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: bad spec: %v\n", err)
+		return ExitSetupFailed
+	}
+	if s.Gate {
+		gate := os.NewFile(3, "gate")
+		if _, err := bufio.NewReader(gate).ReadString('\n'); err != nil {
+			return ExitGateClosed
+		}
+		gate.Close()
+	}
+	if err := enter(s, args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", err)
+		return ExitSetupFailed
+	}
+	return ExitSetupFailed // not reached: enter execs
+}
