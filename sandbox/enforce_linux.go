@@ -22,6 +22,7 @@ func enter(s Spec, command string) error {
 	// Landlock, capabilities and seccomp are per thread: all of it, and the
 	// exec, happen on this one.
 	runtime.LockOSThread()
+	s = resolved(s)
 	if err := mountNamespace(s); err != nil {
 		return err
 	}
@@ -73,6 +74,32 @@ func enter(s Spec, command string) error {
 		return fmt.Errorf("close descriptors: %w", err)
 	}
 	return syscall.Exec("/bin/sh", []string{"/bin/sh", "-c", command}, os.Environ())
+}
+
+// resolved returns s with its paths resolved through symlinks (those that
+// exist), so that containment is decided on real paths.
+func resolved(s Spec) Spec {
+	r := func(p string) string {
+		if p == "" {
+			return p
+		}
+		if q, err := filepath.EvalSymlinks(p); err == nil {
+			return q
+		}
+		return filepath.Clean(p)
+	}
+	s.Cwd, s.TempDir = r(s.Cwd), r(s.TempDir)
+	roots := make([]string, len(s.Policy.WritableRoots))
+	for i, p := range s.Policy.WritableRoots {
+		roots[i] = r(p)
+	}
+	s.Policy.WritableRoots = roots
+	prot := make([]string, len(s.Protected))
+	for i, p := range s.Protected {
+		prot[i] = r(p)
+	}
+	s.Protected = prot
+	return s
 }
 
 // mountNamespace makes every mount private (nothing done here reaches

@@ -32,12 +32,17 @@ var terminalSpec = Spec{
 		"is capped: the head and the tail are kept. Commands are checked before they run: " +
 		"destructive ones (recursive or forced rm, force pushes, chmod 777, curl | sh, sudo, …) " +
 		"need the user's approval and may be denied; catastrophic ones (rm -rf /, mkfs, " +
-		"shutdown, …) are never run.",
+		"shutdown, …) are never run. Commands run in a sandbox: by default they may write only in " +
+		"the working directory and a private $TMPDIR, and have no network. When the sandbox blocks " +
+		"a command the result says sandbox_blocked; ask to run it outside the sandbox with " +
+		"sandbox_permissions \"escalated\" and a justification, which a person must approve.",
 	Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
     "command": {"type": "string", "description": "The shell command line to run."},
-    "timeout": {"type": "integer", "minimum": 1, "description": "Time limit in seconds (default 180); the command and its children are killed when it expires."}
+    "timeout": {"type": "integer", "minimum": 1, "description": "Time limit in seconds (default 180); the command and its children are killed when it expires."},
+    "sandbox_permissions": {"type": "string", "enum": ["escalated"], "description": "Set to \"escalated\" only when the command must run outside the sandbox (write outside the workspace, use the network) and the sandbox blocked it; a person must approve it first."},
+    "justification": {"type": "string", "description": "With sandbox_permissions: why the command needs to run outside the sandbox, shown to the person who approves it."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -127,6 +132,9 @@ func ParseTerminalArgs(raw json.RawMessage) (TerminalArgs, error) {
 	}
 	if a.Timeout < 0 {
 		return a, fmt.Errorf("%w: timeout must be a positive number of seconds", ErrInvalidTerminalArgs)
+	}
+	if err := checkSandboxArgs(a); err != nil {
+		return a, err
 	}
 	return a, nil
 }

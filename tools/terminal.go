@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/sandbox"
 )
 
 // Defaults of [TerminalOptions].
@@ -78,6 +81,12 @@ type TerminalArgs struct {
 	Command string `json:"command"`
 	// Timeout is the run time limit in seconds; 0 means the session default.
 	Timeout int `json:"timeout,omitempty"`
+	// SandboxPermissions is "" (run in the session's sandbox) or
+	// SandboxEscalated: run outside it, only after a person approves.
+	SandboxPermissions string `json:"sandbox_permissions,omitempty"`
+	// Justification says why the command must run unsandboxed; required
+	// with SandboxEscalated and shown in the approval prompt.
+	Justification string `json:"justification,omitempty"`
 }
 
 // TerminalResult is the outcome of [RunTerminal], sent back to the model as
@@ -99,6 +108,15 @@ type TerminalResult struct {
 	DurationMS int64 `json:"duration_ms"`
 	// TimedOut is true when the timeout killed the process group.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Sandbox describes the sandbox the command ran in (Policy.String,
+	// e.g. "workspace-write, network off"); empty when it ran unsandboxed.
+	Sandbox string `json:"sandbox,omitempty"`
+	// SandboxBlocked is true when the command failed with an error the
+	// sandbox causes (permission denied, read-only file system, operation
+	// not permitted, network refused); Note then says how to escalate.
+	SandboxBlocked bool `json:"sandbox_blocked,omitempty"`
+	// Note is advice for the model, e.g. how to ask for escalation.
+	Note string `json:"note,omitempty"`
 }
 
 // TerminalOptions configures [RunTerminal].
@@ -129,6 +147,15 @@ type TerminalOptions struct {
 	// daemon dies first, the command does not run and RunTerminal returns
 	// an error wrapping ErrNotStarted.
 	OnStart func(pgid int) error
+	// Env, when not nil, is the command's environment (see AllowedEnv)
+	// instead of the daemon's less EnvExclude; the non-interactive
+	// variables, MarkerEnv and, when sandboxed, TMPDIR are added to it.
+	Env []string
+	// Sandbox, when not nil and its mode is not off, confines the command
+	// (see package sandbox): RunTerminal fills its Cwd, TempDir (a private
+	// directory made for the command, TMPDIR, removed afterwards) and
+	// Gate. The result's Sandbox says which sandbox applied.
+	Sandbox *sandbox.Spec
 	// Marker is the command's MarkerEnv value; empty makes a fresh one. A
 	// caller that records the command's identity passes its own
 	// (NewMarker): reading it back from /proc right after the start can
@@ -231,16 +258,34 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 		cmd.ExtraFiles = []*os.File{gr} // fd 3
 		gate = gw
 	}
+	env := commandEnv(os.Environ(), opt.EnvExclude)
+	if opt.Env != nil {
+		env = append(slices.Clone(opt.Env), nonInteractiveEnv...)
+	}
+	if opt.Sandbox != nil && opt.Sandbox.Policy.Mode != sandbox.ModeOff {
+		sb, tmp, err := sandboxCommand(runCtx, command, opt, gate != nil)
+		if err != nil {
+			pw.Close()
+			return res, err
+		}
+		defer os.RemoveAll(tmp)
+		sb.ExtraFiles = cmd.ExtraFiles
+		cmd = sb
+		env = append(env, "TMPDIR="+tmp)
+		res.Sandbox = opt.Sandbox.Policy.String()
+	}
 	cmd.Dir = opt.Cwd
 	marker := opt.Marker
 	if marker == "" {
 		marker = NewMarker()
 	}
-	cmd.Env = append(commandEnv(os.Environ(), opt.EnvExclude), MarkerEnv+"="+marker)
+	cmd.Env = append(env, MarkerEnv+"="+marker)
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	// reaped is set once the shell is known to have exited and is about to
 	// be reaped: from then on its id may be reused, so Cancel must not kill
 	// by that id any more (RunTerminal has killed the group already).
@@ -314,6 +359,10 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 	switch {
 	case exited:
 		res.ExitCode = ps.ExitCode()
+		if res.Sandbox != "" && res.ExitCode != 0 && sandboxBlocked(res.Output) {
+			res.SandboxBlocked = true
+			res.Note = blockedNote(res.Sandbox)
+		}
 	case ctx.Err() != nil:
 		res.Output += "\n[interrupted: process group killed]"
 		return res, ctx.Err()

@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/sessiond/sessiond/sandbox"
+)
+
+// SandboxEscalated is the terminal tool's sandbox_permissions value asking
+// to run a command outside the sandbox, after a person's approval.
+const SandboxEscalated = "escalated"
+
+// checkSandboxArgs validates sandbox_permissions and justification.
+func checkSandboxArgs(a TerminalArgs) error {
+	switch a.SandboxPermissions {
+	case "":
+		if strings.TrimSpace(a.Justification) != "" {
+			return fmt.Errorf("%w: justification is only for sandbox_permissions \"escalated\"", ErrInvalidTerminalArgs)
+		}
+	case SandboxEscalated:
+		if strings.TrimSpace(a.Justification) == "" {
+			return fmt.Errorf("%w: sandbox_permissions \"escalated\" needs a justification: say why the command must run outside the sandbox", ErrInvalidTerminalArgs)
+		}
+	default:
+		return fmt.Errorf("%w: sandbox_permissions must be \"escalated\" or absent, got %q", ErrInvalidTerminalArgs, a.SandboxPermissions)
+	}
+	return nil
+}
+
+// sandboxCommand builds the confined command and its private temp
+// directory (the caller removes it).
+func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, gate bool) (*exec.Cmd, string, error) {
+	tmp, err := os.MkdirTemp("", "sessiond-cmd-")
+	if err != nil {
+		return nil, "", fmt.Errorf("tools: command temp directory: %w", err)
+	}
+	spec := *opt.Sandbox
+	spec.Cwd = opt.Cwd
+	if spec.Cwd == "" {
+		spec.Cwd, _ = os.Getwd()
+	}
+	spec.TempDir = tmp
+	spec.Gate = gate
+	cmd, err := spec.Command(ctx, command)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", fmt.Errorf("tools: %w", err)
+	}
+	return cmd, tmp, nil
+}
+
+// blockedPatterns are the messages of the errors a sandbox causes.
+var blockedPatterns = regexp.MustCompile(`(?i)permission denied|read-only file system|operation not permitted|` +
+	`network is unreachable|connection refused|address family not supported|could not resolve host|` +
+	`temporary failure in name resolution|name or service not known|EACCES|EPERM|EROFS`)
+
+func sandboxBlocked(output string) bool { return blockedPatterns.MatchString(output) }
+
+func blockedNote(sb string) string {
+	return "The sandbox (" + sb + ") probably blocked this command: it may write only in the working " +
+		"directory, the writable roots and $TMPDIR, and cannot reach the network or the daemon. If the " +
+		"command really needs more, call terminal again with \"sandbox_permissions\": \"escalated\" and a " +
+		"\"justification\" saying why; a person will be asked to approve running it outside the sandbox."
+}
+
+// baseEnv are the variables every command gets from the daemon's
+// environment (LC_* too).
+var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TZ", "TMPDIR"}
+
+// credentialURL matches a URL that carries a password: scheme://user:pass@.
+var credentialURL = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]*@`)
+
+// AllowedEnv returns the entries of environ ("NAME=value") a command may
+// see: PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TZ and TMPDIR,
+// less those whose names match an exclude pattern (path.Match glob,
+// case-insensitive) or whose value is a URL with a password; plus every
+// variable named in passthrough (exact names, or globs), which is passed
+// as is. Nothing else of the daemon's environment (OPENAI_API_KEY,
+// DATABASE_URL, GITHUB_PAT, …) reaches a command.
+func AllowedEnv(environ, passthrough, exclude []string) []string {
+	env := []string{}
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if name == "" || name == MarkerEnv {
+			continue
+		}
+		if matchAny(name, passthrough) {
+			env = append(env, kv)
+			continue
+		}
+		base := strings.HasPrefix(name, "LC_")
+		for _, b := range baseEnv {
+			base = base || name == b
+		}
+		if base && !envExcluded(name, exclude) && !credentialURL.MatchString(val) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func matchAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok || p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ProtectedFiles are the base names, in the daemon's home, that no
+// sandboxed command may read: the database (with its WAL and shared
+// memory), the config, the descriptor with the token, and the lock.
+var ProtectedFiles = []string{"state.db", "state.db-wal", "state.db-shm", "state.db-journal", "config.yaml", "daemon.json", "daemon.lock"}
+
+// SandboxSpec returns the spec confining commands to p with home (the
+// daemon's home, resolved through symlinks when it exists) out of reach.
+func SandboxSpec(p sandbox.Policy, home string) *sandbox.Spec {
+	if r, err := filepath.EvalSymlinks(home); err == nil {
+		home = r
+	}
+	return &sandbox.Spec{Policy: p, Protected: []string{home}, CoveredFiles: ProtectedFiles}
+}
+

@@ -1,0 +1,89 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/sandbox"
+)
+
+func TestAllowedEnv(t *testing.T) {
+	environ := []string{"PATH=/bin", "HOME=/root", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "OPENAI_API_KEY=sk-1",
+		"DATABASE_URL=postgres://u:p@h/db", "GITHUB_PAT=ghp_x", "AWS_SECRET_ACCESS_KEY=a", "FOO=bar", "GOPATH=/go",
+		"TZ=UTC", MarkerEnv + "=m", "HTTP_PROXY=http://u:pw@proxy:8080"}
+	got := AllowedEnv(environ, []string{"GOPATH", "GITHUB_*"}, DefaultEnvExclude)
+	want := []string{"PATH=/bin", "HOME=/root", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GITHUB_PAT=ghp_x", "GOPATH=/go", "TZ=UTC"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AllowedEnv = %q, want %q", got, want)
+	}
+	if got := AllowedEnv(environ, nil, nil); slices.ContainsFunc(got, func(kv string) bool {
+		return strings.Contains(kv, "KEY") || strings.Contains(kv, "DATABASE") || strings.Contains(kv, "FOO")
+	}) {
+		t.Fatalf("without passthrough, %q leaks", got)
+	}
+}
+
+func TestParseTerminalArgsSandbox(t *testing.T) {
+	for _, c := range []struct {
+		raw, err string
+	}{
+		{`{"command":"ls","sandbox_permissions":"escalated","justification":"needs network"}`, ""},
+		{`{"command":"ls","sandbox_permissions":"escalated"}`, "needs a justification"},
+		{`{"command":"ls","sandbox_permissions":"escalated","justification":"  "}`, "needs a justification"},
+		{`{"command":"ls","sandbox_permissions":"root"}`, `must be "escalated" or absent`},
+		{`{"command":"ls","justification":"why"}`, "only for sandbox_permissions"},
+	} {
+		_, err := ParseTerminalArgs([]byte(c.raw))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.raw, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrInvalidTerminalArgs)):
+			t.Errorf("%s: err = %v, want %q", c.raw, err, c.err)
+		}
+	}
+}
+
+// A sandboxed RunTerminal: gate, private TMPDIR (removed afterwards),
+// writes outside refused and reported as blocked with the escalation note.
+func TestRunTerminalSandboxed(t *testing.T) {
+	root := t.TempDir()
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	os.Mkdir(home, 0o700)
+	os.Mkdir(work, 0o700)
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("x\n"), 0o600)
+	spec := SandboxSpec(sandbox.DefaultPolicy(), home)
+	started := false
+	res, err := RunTerminal(context.Background(), `echo "$TMPDIR" > tmpdir && echo hi > "$TMPDIR/t" && cat "$TMPDIR/t" && echo ok > here`,
+		TerminalOptions{Cwd: work, Sandbox: spec, OnStart: func(int) error { started = true; return nil }})
+	if err != nil || res.ExitCode != 0 || !started {
+		t.Fatalf("res = %+v, err = %v, started %v", res, err, started)
+	}
+	if res.Sandbox != "workspace-write, network off" || res.SandboxBlocked {
+		t.Errorf("res.Sandbox = %q, blocked %v", res.Sandbox, res.SandboxBlocked)
+	}
+	b, _ := os.ReadFile(filepath.Join(work, "tmpdir"))
+	tmp := strings.TrimSpace(string(b))
+	if tmp == "" || strings.HasPrefix(tmp, work) {
+		t.Fatalf("TMPDIR = %q", tmp)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the private temp directory %s was not removed: %v", tmp, err)
+	}
+	res, err = RunTerminal(context.Background(), "echo 'approvals: {mode: off}' >> "+filepath.Join(home, "config.yaml"), TerminalOptions{Cwd: work, Sandbox: spec})
+	if err != nil || res.ExitCode == 0 || !res.SandboxBlocked || !strings.Contains(res.Note, `"sandbox_permissions": "escalated"`) {
+		t.Fatalf("res = %+v, err = %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "config.yaml")); string(b) != "x\n" {
+		t.Fatalf("config.yaml changed: %q", b)
+	}
+	// Mode off (or no spec) runs unconfined.
+	res, err = RunTerminal(context.Background(), "echo y >> "+filepath.Join(home, "config.yaml"), TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.Policy{Mode: sandbox.ModeOff}, home)})
+	if err != nil || res.ExitCode != 0 || res.Sandbox != "" {
+		t.Fatalf("mode off: res = %+v, err = %v", res, err)
+	}
+}
