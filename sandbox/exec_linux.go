@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // HelperArg is the hidden first argument that turns any binary importing

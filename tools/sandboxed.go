@@ -128,4 +128,3 @@ func SandboxSpec(p sandbox.Policy, home string) *sandbox.Spec {
 	}
 	return &sandbox.Spec{Policy: p, Protected: []string{home}, CoveredFiles: ProtectedFiles}
 }
-
