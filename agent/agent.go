@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/tools"
 )
 
@@ -20,6 +22,14 @@ type Session struct {
 	Model    string
 	BaseURL  string
 	Toolsets []string
+	// Sandbox confines the session's terminal commands (the session's
+	// frozen policy and the daemon's home out of reach); nil when its
+	// sandbox mode is off: commands run unsandboxed.
+	Sandbox *sandbox.Spec
+	// SandboxUnavailable, when not empty, says why Sandbox cannot be
+	// enforced on this system: every command then needs approval, as in
+	// approvals.mode strict, and runs unsandboxed once approved.
+	SandboxUnavailable string
 }
 
 // Turn identifies the execution being run.
@@ -92,6 +102,9 @@ type Config struct {
 	// EnvExclude: environment variable name patterns withheld from terminal
 	// commands (tools.TerminalOptions.EnvExclude).
 	EnvExclude []string
+	// EnvPassthrough: variable names (or globs) passed to commands besides
+	// tools.AllowedEnv's allowlist (terminal.env_passthrough).
+	EnvPassthrough []string
 }
 
 // Runner runs turns.
@@ -294,6 +307,11 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
 		return
 	}
+	// confined: the command runs in the session's sandbox. Escalation asks
+	// to leave it; a sandbox this system cannot enforce fails closed.
+	sandboxed := s.Sandbox != nil && s.Sandbox.Policy.Mode != sandbox.ModeOff
+	escalated := sandboxed && args.SandboxPermissions == tools.SandboxEscalated && s.SandboxUnavailable == ""
+	confined := sandboxed && !escalated && s.SandboxUnavailable == ""
 	ask := false
 	switch r.Config.ApprovalMode {
 	case "off":
@@ -309,6 +327,21 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	if pattern == "" || isUnanalysable(pattern) {
 		pattern = "command:" + args.Command
 	}
+	reason := cls.Reason
+	switch {
+	case escalated:
+		// Always asked, in every approval mode; only an approval of this
+		// exact command outside the sandbox is remembered.
+		ask, pattern = true, "unsandboxed:"+args.Command
+		reason = "the model asks to run this command OUTSIDE the sandbox: " + args.Justification
+	case sandboxed && s.SandboxUnavailable != "":
+		// Fail closed: no sandbox where one is configured.
+		ask = true
+		reason = "the sandbox is not available (" + s.SandboxUnavailable + "): every command needs approval and runs unsandboxed"
+		if cls.Reason != "" {
+			reason += "; " + cls.Reason
+		}
+	}
 	if ask {
 		ok, err := r.Prompter.Allowed(ctx, s.ID, pattern)
 		if err != nil {
@@ -318,14 +351,18 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		ask = !ok
 	}
 	if ask {
-		reason := cls.Reason
 		if reason == "" {
 			reason = "approvals.mode is strict: every command needs approval"
 		}
+		payload := map[string]any{"tool_call_id": c.ID, "command": args.Command, "cwd": s.Cwd, "risk": cls.Risk,
+			"reason": reason, "pattern": pattern, "choices": ApprovalChoices,
+			"sandbox": sandboxPayload(s, confined)}
+		if escalated {
+			payload["sandbox_permissions"] = tools.SandboxEscalated
+			payload["justification"] = args.Justification
+		}
 		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
-			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout,
-			Payload: map[string]any{"tool_call_id": c.ID, "command": args.Command, "cwd": s.Cwd, "risk": cls.Risk,
-				"reason": reason, "pattern": pattern, "choices": ApprovalChoices}})
+			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: payload})
 		if err != nil || ctx.Err() != nil {
 			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
 			return
@@ -354,8 +391,13 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		timeout = time.Duration(args.Timeout) * time.Second
 	}
 	marker := tools.NewMarker()
+	var spec *sandbox.Spec
+	if confined {
+		spec = s.Sandbox
+	}
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
-		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, Marker: marker,
+		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, Marker: marker, Sandbox: spec,
+		Env: tools.AllowedEnv(os.Environ(), r.Config.EnvPassthrough, r.Config.EnvExclude),
 		// The command runs only once tool.running is durable: after a
 		// crash, a call without it never ran, and one with it is killed at
 		// the next boot and reported as interrupted while running.
@@ -390,6 +432,24 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	ev.ExitCode = &code
 	ev.OK = res.ExitCode == 0 && !res.TimedOut
 	ev.Result = resultJSON(res)
+}
+
+// sandboxPayload is an approval prompt's "sandbox" member: the session's
+// sandbox (mode, network, writable_roots) and whether this command would
+// run in it (confined) or unsandboxed.
+func sandboxPayload(s Session, confined bool) map[string]any {
+	p := map[string]any{"mode": string(sandbox.ModeOff), "network": true, "writable_roots": []string{}, "unsandboxed": !confined}
+	if s.Sandbox != nil {
+		roots := s.Sandbox.Policy.WritableRoots
+		if roots == nil {
+			roots = []string{}
+		}
+		p["mode"], p["network"], p["writable_roots"] = string(s.Sandbox.Policy.Mode), s.Sandbox.Policy.Network, roots
+	}
+	if s.SandboxUnavailable != "" {
+		p["unavailable"] = s.SandboxUnavailable
+	}
+	return p
 }
 
 func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.ToolCall) {

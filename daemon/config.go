@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/tools"
 	"go.yaml.in/yaml/v3"
 )
@@ -26,6 +28,7 @@ type Config struct {
 	Terminal  TerminalConfig  `yaml:"terminal"`
 	Limits    LimitsConfig    `yaml:"limits"`
 	Storage   StorageConfig   `yaml:"storage"`
+	Sandbox   SandboxConfig   `yaml:"sandbox"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
@@ -67,6 +70,34 @@ type TerminalConfig struct {
 	// variables withheld from commands; default tools.DefaultEnvExclude
 	// (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*); [] passes all.
 	EnvExclude []string `yaml:"env_exclude"`
+	// EnvPassthrough names (or globs, case-sensitive) variables of the
+	// daemon's environment passed to commands besides the allowlist
+	// (PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TZ, TMPDIR);
+	// these pass even when they look like credentials. Default none.
+	EnvPassthrough []string `yaml:"env_passthrough"`
+}
+
+// SandboxConfig is the sandbox of new sessions (see package sandbox).
+type SandboxConfig struct {
+	// Mode is workspace-write (default), read-only or off.
+	Mode string `yaml:"mode"`
+	// Network allows TCP and UDP in commands; default false.
+	Network bool `yaml:"network"`
+	// WritableRoots are absolute directories writable besides the cwd.
+	WritableRoots []string `yaml:"writable_roots"`
+}
+
+// Policy returns the sandbox policy the config describes.
+func (c SandboxConfig) Policy() sandbox.Policy {
+	roots := []string{}
+	for _, r := range c.WritableRoots {
+		roots = append(roots, filepath.Clean(r))
+	}
+	p := sandbox.Policy{Mode: sandbox.Mode(c.Mode), Network: c.Network, WritableRoots: roots}
+	if p.Mode == sandbox.ModeOff {
+		p.Network = true
+	}
+	return p
 }
 
 // StorageConfig tunes state.db.
@@ -102,6 +133,7 @@ func DefaultConfig() Config {
 		Limits: LimitsConfig{MaxConcurrentTurns: 8, MaxMessageBytes: 4 << 20, MaxInFlight: 64, SendQueue: 1024,
 			MaxConnections: 4096, MaxInputBytes: 1 << 20, MaxQueuedPerSession: 1000},
 		Storage: StorageConfig{BusyTimeout: 5000, CheckpointInterval: 30},
+		Sandbox: SandboxConfig{Mode: string(sandbox.ModeWorkspaceWrite), WritableRoots: []string{}},
 	}
 }
 
@@ -203,6 +235,9 @@ func (c *Config) Validate() error {
 	case "manual", "strict", "off":
 	default:
 		return fmt.Errorf("approvals.mode: must be manual, strict or off, got %q", c.Approvals.Mode)
+	}
+	if err := c.Sandbox.Policy().Validate(); err != nil {
+		return fmt.Errorf("sandbox.%w", err)
 	}
 	switch c.Model.Provider {
 	case "openai", "custom":

@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -59,6 +60,10 @@ type Daemon struct {
 	connMu sync.Mutex
 	conns  map[*rpc.Conn]struct{}
 	connWG sync.WaitGroup
+
+	// sandboxErr says why this kernel cannot enforce the configured
+	// sandbox (nil: it can, or the mode is off).
+	sandboxErr error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -129,6 +134,12 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	if err := d.killLeftoverTools(ctx); err != nil {
 		return nil, fmt.Errorf("boot recovery: %w", err)
+	}
+	if cfg.Sandbox.Mode != string(sandbox.ModeOff) {
+		if d.sandboxErr = sandbox.Probe(); d.sandboxErr != nil {
+			log.Warn("the sandbox is not available: every terminal command needs approval (as in approvals.mode strict) and runs unsandboxed once approved; set sandbox: {mode: off} in config.yaml to run them unsandboxed as before",
+				"reason", d.sandboxErr.Error())
+		}
 	}
 	exec, err := d.newExecutor()
 	if err != nil {

@@ -109,7 +109,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	}
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
-		HeldSessions: counts.Held, OpenPrompts: counts.Prompts}
+		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage = rpc.StorageInfo{WALBytes: st.WALBytes, LastCheckpointAt: store.FormatTime(st.At), CheckpointBusy: st.Busy}
 		if st.Err != nil {

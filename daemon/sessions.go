@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
 )
@@ -38,10 +39,11 @@ type sessionRow struct {
 	ExecutionGeneration int64          `db:"execution_generation"`
 	NextAdmissionSeq    int64          `db:"next_admission_seq"`
 	LastEventSeq        int64          `db:"last_event_seq"`
+	Sandbox             sql.NullString `db:"sandbox"`
 }
 
 const sessionColumns = `session_id, title, cwd, model, provider, base_url, toolsets, source, create_request_id,
-	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq`
+	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox`
 
 func (s sessionRow) toolsets() []string {
 	var ts []string
@@ -124,7 +126,44 @@ func (d *Daemon) normalizeCreate(p *rpc.SessionCreateParams) error {
 	if p.RequestID != "" && !admission.ValidInputID(p.RequestID) {
 		return rpc.InvalidParams("request_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
+	// Freeze the sandbox: the configured one, narrowed as asked.
+	var sp rpc.SandboxParams
+	if p.Sandbox != nil {
+		sp = *p.Sandbox
+	}
+	pol, err := d.cfg.Sandbox.Policy().Narrow(sandbox.Mode(sp.Mode), sp.Network, sp.WritableRoots)
+	if err != nil {
+		field, msg, _ := strings.Cut(err.Error(), ": ")
+		return rpc.InvalidParams(field, "%s", msg)
+	}
+	p.Sandbox = &rpc.SandboxParams{Mode: string(pol.Mode), Network: &pol.Network, WritableRoots: pol.WritableRoots}
 	return nil
+}
+
+// policy returns the session's frozen sandbox; sessions created before
+// sandboxes existed take the configured one.
+func (d *Daemon) policy(s sessionRow) sandbox.Policy {
+	var p sandbox.Policy
+	if !s.Sandbox.Valid || json.Unmarshal([]byte(s.Sandbox.String), &p) != nil || p.Validate() != nil {
+		return d.cfg.Sandbox.Policy()
+	}
+	if p.WritableRoots == nil {
+		p.WritableRoots = []string{}
+	}
+	return p
+}
+
+// sandboxInfo describes policy p on the wire, with whether this daemon
+// enforces it.
+func (d *Daemon) sandboxInfo(p sandbox.Policy) rpc.SandboxInfo {
+	info := rpc.SandboxInfo{Mode: string(p.Mode), Network: p.Network, WritableRoots: p.WritableRoots, Available: true}
+	switch {
+	case p.Mode == sandbox.ModeOff:
+		info.Available, info.Reason = false, "sandbox mode is off: commands run unsandboxed"
+	case d.sandboxErr != nil:
+		info.Available, info.Reason = false, d.sandboxErr.Error()+"; every command needs approval"
+	}
+	return info
 }
 
 func createDigest(p rpc.SessionCreateParams) string {
@@ -157,9 +196,21 @@ func (d *Daemon) createSession(tx *store.Tx, p rpc.SessionCreateParams) (string,
 		reqID = sql.NullString{String: p.RequestID, Valid: true}
 		dig = sql.NullString{String: digest, Valid: true}
 	}
+	var sb sql.NullString
+	if p.Sandbox != nil {
+		pol := sandbox.Policy{Mode: sandbox.Mode(p.Sandbox.Mode), WritableRoots: p.Sandbox.WritableRoots}
+		if p.Sandbox.Network != nil {
+			pol.Network = *p.Sandbox.Network
+		}
+		if pol.WritableRoots == nil {
+			pol.WritableRoots = []string{}
+		}
+		b, _ := json.Marshal(pol)
+		sb = sql.NullString{String: string(b), Valid: true}
+	}
 	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
-		create_request_id, create_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, p.Title, p.Cwd, p.Model, p.Provider, p.BaseURL, string(ts), p.Source, reqID, dig, store.Now())
+		create_request_id, create_digest, created_at, sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, p.Title, p.Cwd, p.Model, p.Provider, p.BaseURL, string(ts), p.Source, reqID, dig, store.Now(), sb)
 	return id, err
 }
 
@@ -172,7 +223,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			return err
 		}
 		snap = rpc.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
-			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt,
+			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
 			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []rpc.Message{}, Prompts: []rpc.Prompt{}, Pending: []rpc.Receipt{}}
 		msgs, err := store.Transcript(tx, sessionID)

@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/agent"
 	"github.com/sessiond/sessiond/model"
+	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
 )
@@ -35,6 +36,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			TerminalTimeout: time.Duration(d.cfg.Terminal.Timeout) * time.Second,
 			OutputLimit:     d.cfg.Terminal.OutputLimit,
 			EnvExclude:      d.cfg.Terminal.EnvExclude,
+			EnvPassthrough:  d.cfg.Terminal.EnvPassthrough,
 		},
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,
@@ -63,7 +65,14 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
 	turn := agent.Turn{SessionID: s.SessionID, AdmissionID: t.Admission.AdmissionID, Generation: t.Admission.Generation()}
-	res := e.runner.Run(ctx, agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}, turn)
+	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
+	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
+		as.Sandbox = tools.SandboxSpec(pol, e.d.home)
+		if e.d.sandboxErr != nil {
+			as.SandboxUnavailable = e.d.sandboxErr.Error()
+		}
+	}
+	res := e.runner.Run(ctx, as, turn)
 	out := admission.Result{Outcome: admission.OutcomeFailed, Error: res.Error}
 	if res.Outcome == "completed" {
 		out = admission.Result{Outcome: admission.OutcomeCompleted}

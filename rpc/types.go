@@ -177,6 +177,35 @@ type DaemonInfo struct {
 	// Storage is the state of state.db's WAL as of the last periodic
 	// checkpoint (docs/protocol.md Part 2, section F).
 	Storage StorageInfo `json:"storage"`
+	// Sandbox is the configured sandbox of new sessions and whether this
+	// kernel can enforce it.
+	Sandbox SandboxInfo `json:"sandbox"`
+}
+
+// SandboxInfo describes a sandbox: in daemon.info the configured one, in
+// a snapshot and in every approval prompt the session's (frozen at
+// creation). Mode is workspace-write, read-only or off; Network says
+// whether TCP/UDP are allowed; WritableRoots are the directories writable
+// besides the cwd (workspace-write). Available is true when commands are
+// confined as Mode says; when false, Reason says why (mode off, or what
+// the kernel lacks; then every command needs approval unless the config
+// says mode off).
+type SandboxInfo struct {
+	Mode          string   `json:"mode"`
+	Network       bool     `json:"network"`
+	WritableRoots []string `json:"writable_roots"`
+	Available     bool     `json:"available"`
+	Reason        string   `json:"reason,omitempty"`
+}
+
+// SandboxParams is session.create's sandbox: each field may only narrow
+// the configured sandbox (a more confined mode, network off, writable
+// roots inside the configured ones); an omitted field keeps the
+// configured value. Widening is invalid_params naming the field.
+type SandboxParams struct {
+	Mode          string   `json:"mode,omitempty"`
+	Network       *bool    `json:"network,omitempty"`
+	WritableRoots []string `json:"writable_roots,omitempty"`
 }
 
 // StorageInfo is daemon.info's storage member. WALBytes is the size of
@@ -203,6 +232,9 @@ type SessionCreateParams struct {
 	Title     string    `json:"title,omitempty"`
 	Source    string    `json:"source,omitempty"`
 	RequestID string    `json:"request_id,omitempty"`
+	// Sandbox narrows the configured sandbox for this session; the daemon
+	// replaces it with the session's resulting sandbox before storing.
+	Sandbox *SandboxParams `json:"sandbox,omitempty"`
 }
 
 // SessionRef is {session_id}.
@@ -263,23 +295,25 @@ type Receipt struct {
 
 // Snapshot is the result of session.create and session.resume.
 type Snapshot struct {
-	SessionID           string    `json:"session_id"`
-	Title               string    `json:"title"`
-	Cwd                 string    `json:"cwd"`
-	Model               string    `json:"model"`
-	Provider            string    `json:"provider"`
-	BaseURL             string    `json:"base_url"`
-	Toolsets            []string  `json:"toolsets"`
-	Source              string    `json:"source,omitempty"`
-	CreatedAt           string    `json:"created_at"`
-	ExecutionGeneration int64     `json:"execution_generation"`
-	Running             *string   `json:"running"`
-	Messages            []Message `json:"messages"`
-	Prompts             []Prompt  `json:"prompts"`
-	Pending             []Receipt `json:"pending"`
-	LastSeq             int64     `json:"last_seq"`
-	Events              []Event   `json:"events,omitempty"`
-	SnapshotRequired    bool      `json:"snapshot_required,omitempty"`
+	SessionID string   `json:"session_id"`
+	Title     string   `json:"title"`
+	Cwd       string   `json:"cwd"`
+	Model     string   `json:"model"`
+	Provider  string   `json:"provider"`
+	BaseURL   string   `json:"base_url"`
+	Toolsets  []string `json:"toolsets"`
+	Source    string   `json:"source,omitempty"`
+	CreatedAt string   `json:"created_at"`
+	// Sandbox is the session's sandbox, frozen at creation.
+	Sandbox             SandboxInfo `json:"sandbox"`
+	ExecutionGeneration int64       `json:"execution_generation"`
+	Running             *string     `json:"running"`
+	Messages            []Message   `json:"messages"`
+	Prompts             []Prompt    `json:"prompts"`
+	Pending             []Receipt   `json:"pending"`
+	LastSeq             int64       `json:"last_seq"`
+	Events              []Event     `json:"events,omitempty"`
+	SnapshotRequired    bool        `json:"snapshot_required,omitempty"`
 }
 
 // SessionListParams are the params of session.list. Limit defaults to 50

@@ -123,6 +123,9 @@ var ProtectedFiles = []string{"state.db", "state.db-wal", "state.db-shm", "state
 // SandboxSpec returns the spec confining commands to p with home (the
 // daemon's home, resolved through symlinks when it exists) out of reach.
 func SandboxSpec(p sandbox.Policy, home string) *sandbox.Spec {
+	if a, err := filepath.Abs(home); err == nil {
+		home = a
+	}
 	if r, err := filepath.EvalSymlinks(home); err == nil {
 		home = r
 	}
