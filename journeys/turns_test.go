@@ -815,15 +815,17 @@ func TestRepeatedToolCallIDsStayPaired(t *testing.T) {
 
 // TestToolEnvWithholdsSecrets: a terminal command does not see the
 // daemon's model API key (or other credential-like variables), so a model
-// cannot read it with `env`; ordinary variables pass.
+// cannot read it with `env`; the environment is an allowlist (PATH, HOME,
+// LANG, …) plus terminal.env_passthrough.
 func TestToolEnvWithholdsSecrets(t *testing.T) {
 	m := fixtures.NewFakeModel(t)
 	m.On("show env",
 		fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{trTerm("e1", "env")}},
 		fixtures.Reply{Text: "done"})
 	const secret = "sk-journey-secret-0123456789"
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, ""),
-		Env: []string{"OPENAI_API_KEY=" + secret, "MY_SERVICE_TOKEN=" + secret, "SESSIOND_JOURNEY_VISIBLE=yes"}})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "terminal: {env_passthrough: [SESSIOND_JOURNEY_VISIBLE]}"),
+		Env: []string{"OPENAI_API_KEY=" + secret, "MY_SERVICE_TOKEN=" + secret, "SESSIOND_JOURNEY_VISIBLE=yes",
+			"DATABASE_URL=postgres://app:" + secret + "@db/app", "SESSIOND_JOURNEY_UNLISTED=no"}})
 	c := d.Dial(t)
 	s := createSession(t, c, map[string]any{})
 	resume(t, c, s.SessionID)
@@ -835,7 +837,7 @@ func TestToolEnvWithholdsSecrets(t *testing.T) {
 	if !strings.Contains(out, "SESSIOND_JOURNEY_VISIBLE=yes") {
 		t.Fatalf("env output lacks an ordinary variable:\n%s", out)
 	}
-	if strings.Contains(out, secret) || strings.Contains(out, "OPENAI_API_KEY") {
+	if strings.Contains(out, secret) || strings.Contains(out, "OPENAI_API_KEY") || strings.Contains(out, "SESSIOND_JOURNEY_UNLISTED") {
 		t.Fatalf("a terminal command saw a secret:\n%s", out)
 	}
 }

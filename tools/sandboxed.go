@@ -63,9 +63,23 @@ var blockedPatterns = regexp.MustCompile(`(?i)permission denied|read-only file s
 
 func sandboxBlocked(output string) bool { return blockedPatterns.MatchString(output) }
 
+// touchesProtected reports whether command names a protected directory
+// (the daemon's home), which the sandbox hides or freezes: its failure is
+// then the sandbox's doing whatever the message says (an empty database,
+// an empty descriptor).
+func touchesProtected(command string, spec *sandbox.Spec) bool {
+	for _, p := range spec.Protected {
+		if p != "" && p != "/" && strings.Contains(command, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func blockedNote(sb string) string {
 	return "The sandbox (" + sb + ") probably blocked this command: it may write only in the working " +
-		"directory, the writable roots and $TMPDIR, and cannot reach the network or the daemon. If the " +
+		"directory, the writable roots and $TMPDIR, cannot reach the network, and cannot see or change the " +
+		"daemon's home, its processes or its secrets. If the " +
 		"command really needs more, call terminal again with \"sandbox_permissions\": \"escalated\" and a " +
 		"\"justification\" saying why; a person will be asked to approve running it outside the sandbox."
 }

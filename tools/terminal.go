@@ -359,7 +359,7 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 	switch {
 	case exited:
 		res.ExitCode = ps.ExitCode()
-		if res.Sandbox != "" && res.ExitCode != 0 && sandboxBlocked(res.Output) {
+		if res.Sandbox != "" && res.ExitCode != 0 && (sandboxBlocked(res.Output) || touchesProtected(command, opt.Sandbox)) {
 			res.SandboxBlocked = true
 			res.Note = blockedNote(res.Sandbox)
 		}
