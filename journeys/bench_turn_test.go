@@ -39,11 +39,15 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkTurnOverhead -benchtime 500x ./journeys/
 func BenchmarkTurnOverhead(b *testing.B) {
-	b.Run("no-tool", func(b *testing.B) { trBenchTurns(b, false) })
-	b.Run("one-tool", func(b *testing.B) { trBenchTurns(b, true) })
+	b.Run("no-tool", func(b *testing.B) { trBenchTurns(b, false, "") })
+	b.Run("one-tool", func(b *testing.B) { trBenchTurns(b, true, "") })
+	// The same with the sandbox switched off: the difference is the
+	// sandbox's cost per command (helper exec, namespaces, Landlock,
+	// seccomp, the private temp directory).
+	b.Run("one-tool-sandbox-off", func(b *testing.B) { trBenchTurns(b, true, "\nsandbox: {mode: off}") })
 }
 
-func trBenchTurns(b *testing.B, withTool bool) {
+func trBenchTurns(b *testing.B, withTool bool, extraConfig string) {
 	m := fixtures.NewFakeModel(b)
 	script := func(text string) {
 		if withTool {
@@ -53,7 +57,7 @@ func trBenchTurns(b *testing.B, withTool bool) {
 		}
 	}
 	cwd := b.TempDir()
-	d := fixtures.StartDaemon(b, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}")})
+	d := fixtures.StartDaemon(b, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}"+extraConfig)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var c *fixtures.Client

@@ -49,10 +49,14 @@ func sbAttacks(listener string, accepted *atomic.Int64, userHome string) []sbAtt
 	return []sbAttack{
 		{name: "sqlite3 writes state.db", command: func(h string) string {
 			return `sqlite3 ` + h + `/state.db "INSERT INTO approval_allowlist(pattern,created_at) VALUES('rm-recursive','x')"`
-		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool { return countRows(t, d, `pattern = 'rm-recursive'`) > 0 }},
+		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool {
+			return countRows(t, d, `pattern = 'rm-recursive'`) > 0
+		}},
 		{name: "python3 writes state.db", command: func(h string) string {
 			return `python3 -c "import sqlite3; c=sqlite3.connect('` + h + `/state.db'); c.execute(\"INSERT INTO approval_allowlist(pattern,created_at) VALUES('py-rule','x')\"); c.commit()"`
-		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool { return countRows(t, d, `pattern = 'py-rule'`) > 0 }},
+		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool {
+			return countRows(t, d, `pattern = 'py-rule'`) > 0
+		}},
 		{name: "append to config.yaml", command: func(h string) string {
 			return `echo '# approvals: {mode: off}' >> ` + h + `/config.yaml`
 		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool {
@@ -61,7 +65,9 @@ func sbAttacks(listener string, accepted *atomic.Int64, userHome string) []sbAtt
 		}},
 		{name: "read the daemon's environment", command: func(string) string {
 			return `tr '\0' '\n' < /proc/$PPID/environ | grep SANDBOX_JOURNEY`
-		}, effect: func(t *testing.T, d *fixtures.Daemon, result string) bool { return strings.Contains(result, sandboxSecret) }},
+		}, effect: func(t *testing.T, d *fixtures.Daemon, result string) bool {
+			return strings.Contains(result, sandboxSecret)
+		}},
 		{name: "WebSocket with the token of daemon.json", command: func(h string) string {
 			return `python3 -c "
 import json, socket
@@ -71,7 +77,9 @@ s = socket.create_connection((host, int(port)), timeout=10)
 s.sendall(('GET /rpc HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' % (host, port, d['token'])).encode())
 print(s.recv(200).decode().splitlines()[0])
 "`
-		}, effect: func(t *testing.T, d *fixtures.Daemon, result string) bool { return strings.Contains(result, "101 Switching Protocols") }},
+		}, effect: func(t *testing.T, d *fixtures.Daemon, result string) bool {
+			return strings.Contains(result, "101 Switching Protocols")
+		}},
 		{name: "TCP to a listener on 127.0.0.1", command: func(string) string {
 			return `python3 -c "import socket; socket.create_connection(('127.0.0.1', ` + listener + `), timeout=10).sendall(b'hi')"`
 		}, effect: func(*testing.T, *fixtures.Daemon, string) bool { return accepted.Load() > 0 }},
@@ -341,4 +349,138 @@ func TestSandboxEscalation(t *testing.T) {
 		t.Fatal("an escalated command ran on a stale approval")
 	}
 	hold.Release()
+}
+
+// TestSandboxSessionPolicy: session.create narrows the configured sandbox
+// (read-only here: the cwd is no longer writable), the snapshot and the
+// approval prompt say which sandbox applies, and widening is refused
+// invalid_params naming the field. The policy is frozen: a restart with
+// another config keeps the session's.
+func TestSandboxSessionPolicy(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: strict, timeout: 60}")})
+	c := d.Dial(t)
+	for field, sb := range map[string]map[string]any{
+		"sandbox.mode":              {"mode": "off"},
+		"sandbox.network":           {"network": true},
+		"sandbox.writable_roots[0]": {"writable_roots": []string{"/srv"}},
+	} {
+		err := c.Call(ctxT(t), "session.create", map[string]any{"cwd": t.TempDir(), "sandbox": sb}, nil)
+		if fixtures.ErrorReason(err) != "invalid_params" || !strings.Contains(err.Error(), field) {
+			t.Errorf("widening %v: %v, want invalid_params naming %s", sb, err, field)
+		}
+	}
+	cwd := t.TempDir()
+	var snap struct {
+		SessionID string         `json:"session_id"`
+		Sandbox   map[string]any `json:"sandbox"`
+	}
+	if err := c.Call(ctxT(t), "session.create", map[string]any{"cwd": cwd, "sandbox": map[string]any{"mode": "read-only"}}, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.Sandbox["mode"] != "read-only" || snap.Sandbox["network"] != false || snap.Sandbox["available"] != true {
+		t.Fatalf("snapshot sandbox = %v", snap.Sandbox)
+	}
+	resume(t, c, snap.SessionID)
+	m.On("write here", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm("echo x > f")}}, fixtures.Reply{Text: "done"})
+	r := submit(t, c, snap.SessionID, "w1", "write here")
+	p := waitPrompt(t, c, r.AdmissionID, "approval")
+	if sb, _ := promptPayload(t, c, p)["sandbox"].(map[string]any); sb["mode"] != "read-only" || sb["unsandboxed"] != false {
+		t.Fatalf("prompt sandbox = %v", sb)
+	}
+	if _, err := answerApproval(t, c, snap.SessionID, p, "once"); err != nil {
+		t.Fatal(err)
+	}
+	if out := waitTurn(t, c, r.AdmissionID); out != "completed" {
+		t.Fatal(out)
+	}
+	if res := toolResults(m, "write here"); len(res) == 0 || !strings.Contains(res[len(res)-1], `"sandbox_blocked":true`) {
+		t.Fatalf("read-only session wrote: %v", res)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "f")); err == nil {
+		t.Fatal("a read-only session wrote in its cwd")
+	}
+	// Frozen: the config now says off, the session stays read-only.
+	d.SIGTERM(t)
+	d.WriteConfig(t, fixtures.FakeModelConfig(m, "approvals: {mode: strict, timeout: 60}\nsandbox: {mode: off}"))
+	d.Restart(t)
+	var again struct {
+		Sandbox map[string]any `json:"sandbox"`
+	}
+	if err := d.Dial(t).Call(ctxT(t), "session.resume", map[string]any{"session_id": snap.SessionID}, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Sandbox["mode"] != "read-only" {
+		t.Fatalf("after a restart with mode off: %v", again.Sandbox)
+	}
+}
+
+// TestSandboxUnavailableFailsClosed: when the sandbox cannot be set up
+// (here the probe cannot make its temp directory), the daemon starts,
+// warns once, daemon.info says available false with the reason, and every
+// command — a harmless one too — needs approval; with sandbox mode off
+// said explicitly, commands are gated as before.
+func TestSandboxUnavailableFailsClosed(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mode off %v", off), func(t *testing.T) {
+			m := fixtures.NewFakeModel(t)
+			cfg := "approvals: {mode: manual, timeout: 60}"
+			if off {
+				cfg += "\nsandbox: {mode: off}"
+			}
+			d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, cfg),
+				Env: []string{"TMPDIR=" + filepath.Join(t.TempDir(), "missing")}})
+			c := d.Dial(t)
+			var info struct {
+				Sandbox map[string]any `json:"sandbox"`
+			}
+			if err := c.Call(ctxT(t), "daemon.info", nil, &info); err != nil {
+				t.Fatal(err)
+			}
+			warns := strings.Count(d.Stderr(), "the sandbox is not available")
+			if off {
+				if info.Sandbox["available"] != false || info.Sandbox["mode"] != "off" || warns != 0 {
+					t.Fatalf("mode off: info %v, %d warnings", info.Sandbox, warns)
+				}
+			} else if info.Sandbox["available"] != false || !strings.Contains(fmt.Sprint(info.Sandbox["reason"]), "temp directory") || warns != 1 {
+				t.Fatalf("daemon.info sandbox = %v, %d warnings; stderr:\n%s", info.Sandbox, warns, d.Stderr())
+			}
+			cwd := t.TempDir()
+			s := createSession(t, c, map[string]any{"cwd": cwd})
+			resume(t, c, s.SessionID)
+			m.On("harmless", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm("echo hi > hello.txt")}}, fixtures.Reply{Text: "done"})
+			r := submit(t, c, s.SessionID, "h1", "harmless")
+			e := c.WaitEvent(t, wait, func(e fixtures.Event) bool {
+				return e.AdmissionID == r.AdmissionID && (e.Type == "prompt.opened" || e.Type == "turn.completed")
+			})
+			if off {
+				if e.Type != "turn.completed" {
+					t.Fatal("with mode off a harmless command asked for approval")
+				}
+				return
+			}
+			if e.Type != "prompt.opened" {
+				t.Fatal("a command ran without approval although the sandbox is not available")
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "hello.txt")); err == nil {
+				t.Fatal("ran before the approval")
+			}
+			var p struct {
+				Prompt prompt `json:"prompt"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			if sb, _ := promptPayload(t, c, p.Prompt)["sandbox"].(map[string]any); sb["unsandboxed"] != true || sb["unavailable"] == nil {
+				t.Fatalf("prompt sandbox = %v", sb)
+			}
+			if _, err := answerApproval(t, c, s.SessionID, p.Prompt, "once"); err != nil {
+				t.Fatal(err)
+			}
+			if out := waitTurn(t, c, r.AdmissionID); out != "completed" {
+				t.Fatal(out)
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "hello.txt")); err != nil {
+				t.Fatal("the approved command did not run")
+			}
+		})
+	}
 }
