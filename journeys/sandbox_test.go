@@ -48,7 +48,7 @@ func countRows(t *testing.T, d *fixtures.Daemon, where string) int {
 func sbAttacks(listener string, accepted *atomic.Int64, userHome string) []sbAttack {
 	return []sbAttack{
 		{name: "sqlite3 writes state.db", command: func(h string) string {
-			return `sqlite3 ` + h + `/state.db "INSERT INTO approval_allowlist(pattern,created_at) VALUES('rm-recursive','x')"`
+			return `sqlite3 "` + h + `/state.db" "INSERT INTO approval_allowlist(pattern,created_at) VALUES('rm-recursive','x')"`
 		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool {
 			return countRows(t, d, `pattern = 'rm-recursive'`) > 0
 		}},
@@ -58,7 +58,7 @@ func sbAttacks(listener string, accepted *atomic.Int64, userHome string) []sbAtt
 			return countRows(t, d, `pattern = 'py-rule'`) > 0
 		}},
 		{name: "append to config.yaml", command: func(h string) string {
-			return `echo '# approvals: {mode: off}' >> ` + h + `/config.yaml`
+			return `echo '# approvals: {mode: off}' >> "` + h + `/config.yaml"`
 		}, effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool {
 			b, _ := os.ReadFile(filepath.Join(d.Home, "config.yaml"))
 			return strings.Contains(string(b), "# approvals: {mode: off}")
@@ -88,13 +88,13 @@ print(s.recv(200).decode().splitlines()[0])
 				_, err := os.Stat(filepath.Join(userHome, "pwned-by-model"))
 				return err == nil
 			}},
-		{name: "delete daemon.json", command: func(h string) string { return `rm ` + h + `/daemon.json` },
+		{name: "delete daemon.json", command: func(h string) string { return `rm "` + h + `/daemon.json"` },
 			effect: func(t *testing.T, d *fixtures.Daemon, _ string) bool {
 				_, err := os.Stat(filepath.Join(d.Home, "daemon.json"))
 				return os.IsNotExist(err)
 			}},
 		{name: "kill the pid in daemon.json", command: func(h string) string {
-			return `kill -9 $(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' ` + h + `/daemon.json)`
+			return `kill -9 $(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "` + h + `/daemon.json")`
 		}, kills: true},
 		{name: "kill -9 $PPID", command: func(string) string { return `kill -9 $PPID` }, kills: true},
 	}
@@ -293,11 +293,11 @@ func TestSandboxEscalation(t *testing.T) {
 	outside := t.TempDir()
 	target := filepath.Join(outside, "escalated.txt")
 	esc := func(file string) fixtures.FakeToolCall {
-		return tc("terminal", jsonArgs(map[string]any{"command": "echo ran > " + file, "sandbox_permissions": "escalated",
+		return tc("terminal", jsonArgs(map[string]any{"command": `echo ran > "` + file + `"`, "sandbox_permissions": "escalated",
 			"justification": "write the release notes outside the workspace"}))
 	}
 	m.On("escalate", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{esc(target)}}, fixtures.Reply{Text: "done"})
-	m.On("sandboxed", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm("echo ran > " + target)}}, fixtures.Reply{Text: "done"})
+	m.On("sandboxed", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm(`echo ran > "` + target + `"`)}}, fixtures.Reply{Text: "done"})
 	s := createSession(t, c, map[string]any{})
 	resume(t, c, s.SessionID)
 

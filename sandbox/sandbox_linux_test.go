@@ -98,7 +98,7 @@ func TestWorkspaceWriteWritesOnlyInWritableLocations(t *testing.T) {
 		t.Fatalf("writes in the workspace failed (%d): %s", code, out)
 	}
 	mustFile(t, filepath.Join(l.work, "g"), "b\n")
-	out, code := run(t, s, "echo x > "+filepath.Join(other, "f"))
+	out, code := run(t, s, `echo x > "`+filepath.Join(other, "f")+`"`)
 	if code == 0 {
 		t.Fatalf("a write outside the workspace succeeded: %s", out)
 	}
@@ -131,14 +131,15 @@ func TestHomeOutOfReach(t *testing.T) {
 	os.MkdirAll(outerHome, 0o700)
 	os.WriteFile(filepath.Join(outerHome, "config.yaml"), []byte("c\n"), 0o600)
 	attacks := func(home string) []string {
+		h := `"` + home + `"`
 		return []string{
-			"echo 'approvals: {mode: off}' >> " + home + "/config.yaml",
-			"rm " + home + "/daemon.json",
-			"echo x > " + home + "/state.db",
-			"mv " + home + "/config.yaml " + home + "/c2",
-			"touch " + home + "/new",
-			"grep -q SECRET-TOKEN " + home + "/daemon.json",
-			"grep -q DB " + home + "/state.db",
+			"echo 'approvals: {mode: off}' >> " + h + "/config.yaml",
+			"rm " + h + "/daemon.json",
+			"echo x > " + h + "/state.db",
+			"mv " + h + "/config.yaml " + h + "/c2",
+			"touch " + h + "/new",
+			"grep -q SECRET-TOKEN " + h + "/daemon.json",
+			"grep -q DB " + h + "/state.db",
 		}
 	}
 	cases := []struct {
@@ -147,7 +148,7 @@ func TestHomeOutOfReach(t *testing.T) {
 	}{
 		{"beside", l.work, l.home, nil},
 		{"cwd is home", l.home, l.home, nil},
-		{"cwd in home", inner, l.home, []string{"echo ok > " + inner + "/allowed"}},
+		{"cwd in home", inner, l.home, []string{`echo ok > "` + inner + `/allowed"`}},
 		{"home in cwd", l.work, outerHome, []string{"mv nested nested2", "rm -rf nested"}},
 	}
 	for _, c := range cases {
