@@ -67,3 +67,21 @@ func TestPolicyNarrow(t *testing.T) {
 		t.Error("read-only widened to workspace-write")
 	}
 }
+
+// TestSessionWithoutStoredSandbox: a session row without a sandbox (made
+// before migration 0002) takes the configured one; daemon.info reports
+// the configured sandbox as available on this kernel.
+func TestSessionWithoutStoredSandbox(t *testing.T) {
+	d := startTest(t, "sandbox: {mode: read-only}")
+	id := mustSession(t, d)
+	snap, err := d.snapshot(id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Sandbox.Mode != "read-only" || snap.Sandbox.Network || !snap.Sandbox.Available {
+		t.Fatalf("snapshot sandbox = %+v", snap.Sandbox)
+	}
+	if info := d.sandboxInfo(d.cfg.Sandbox.Policy()); !info.Available || info.Mode != "read-only" || info.Reason != "" {
+		t.Fatalf("daemon.info sandbox = %+v", info)
+	}
+}

@@ -85,13 +85,17 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 1 {
+		if err != nil || v != 2 {
 			t.Fatalf("user_version = %d, %v", v, err)
 		}
 		var n int
 		db.Get(context.Background(), &n, "SELECT count(*) FROM sqlite_schema WHERE name IN ('sessions','session_admissions','messages','prompts','events','boot_epochs')")
 		if n != 6 {
 			t.Fatalf("tables = %d", n)
+		}
+		// 0002: each session's frozen sandbox.
+		if err := db.Get(context.Background(), &n, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'sandbox'"); err != nil || n != 1 {
+			t.Fatalf("sessions.sandbox column: %d, %v", n, err)
 		}
 		db.Close()
 	}

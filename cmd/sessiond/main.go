@@ -1,6 +1,10 @@
 // Command sessiond is the session daemon: it serves JSON-RPC 2.0 over a
 // WebSocket on loopback and runs agent sessions with a durable admission
 // FIFO in SQLite. See README.md and docs/protocol.md.
+//
+// It also hosts the sandbox's exec helper: started as "sessiond
+// __sandbox-exec SPEC COMMAND", it confines itself and execs /bin/sh (see
+// package sandbox, whose init runs the helper before main).
 package main
 
 import (
@@ -16,6 +20,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/daemon"
+	// The sandbox's exec helper entry runs from this package's init.
+	_ "github.com/sessiond/sessiond/sandbox"
 )
 
 const usage = `sessiond — the sessiond daemon
@@ -29,6 +35,13 @@ $XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond. It is created with
 mode 0700 and holds config.yaml (optional), state.db (SQLite) and, while the
 daemon runs, daemon.json: {"pid", "url", "token", "protocol", "version",
 "boot_epoch", "started_at"}. Clients read the URL and the token from it.
+
+Terminal commands run in a sandbox (config.yaml sandbox: {mode:
+workspace-write | read-only | off, network: false, writable_roots: []}):
+Landlock, seccomp, a private mount namespace and no capabilities, applied
+by this binary itself ("sessiond __sandbox-exec", a hidden entry). Where
+the kernel cannot sandbox, the daemon warns and every command needs
+approval, unless the config says sandbox: {mode: off}.
 
 Signals: SIGTERM or SIGINT stop gracefully (running turns settle
 interrupted, queued inputs stay queued and start after the next boot); a
