@@ -45,8 +45,12 @@ func enter(s Spec, command string) error {
 		landlock.RODirs("/").WithResolveUnix(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
 	}
-	if w := s.writable(); len(w) > 0 {
-		rules = append(rules, landlock.RWDirs(w...).WithRefer().WithResolveUnix())
+	for _, w := range s.writable() {
+		rule := landlock.RWDirs(w).WithRefer().WithResolveUnix()
+		if w != s.Cwd && w != s.TempDir {
+			rule = rule.IgnoreIfMissing() // a configured root that does not exist (yet) grants nothing
+		}
+		rules = append(rules, rule)
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

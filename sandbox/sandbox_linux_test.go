@@ -110,6 +110,21 @@ func TestWorkspaceWriteWritesOnlyInWritableLocations(t *testing.T) {
 	}
 }
 
+func TestWritableRoots(t *testing.T) {
+	l := newLayout(t)
+	extra := filepath.Join(l.root, "cache")
+	os.Mkdir(extra, 0o700)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Policy.WritableRoots = []string{extra, filepath.Join(l.root, "missing")}
+	if out, code := run(t, s, `echo c > "`+extra+`/f"`); code != 0 {
+		t.Fatalf("write in a writable root failed (%d): %s", code, out)
+	}
+	s.Policy.Mode = ModeReadOnly
+	if out, code := run(t, s, `echo c > "`+extra+`/g"`); code == 0 {
+		t.Fatalf("read-only mode wrote in a writable root: %s", out)
+	}
+}
+
 func TestReadOnlyWritesOnlyTempDir(t *testing.T) {
 	l := newLayout(t)
 	s := l.spec(ModeReadOnly, l.work)

@@ -87,3 +87,26 @@ func TestRunTerminalSandboxed(t *testing.T) {
 		t.Fatalf("mode off: res = %+v, err = %v", res, err)
 	}
 }
+
+// BenchmarkRunTerminal: one `true` command, unsandboxed and sandboxed
+// (helper exec, mount namespace, Landlock, seccomp, private TMPDIR).
+//
+//	go test -run '^$' -bench BenchmarkRunTerminal -benchtime 200x ./tools/
+func BenchmarkRunTerminal(b *testing.B) {
+	root := b.TempDir()
+	home := filepath.Join(root, "home")
+	os.Mkdir(home, 0o700)
+	for _, c := range []struct {
+		name string
+		spec *sandbox.Spec
+	}{{"unsandboxed", nil}, {"sandboxed", SandboxSpec(sandbox.DefaultPolicy(), home)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := RunTerminal(context.Background(), "true", TerminalOptions{Cwd: root, Sandbox: c.spec, OnStart: func(int) error { return nil }})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}
