@@ -135,11 +135,11 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := d.killLeftoverTools(ctx); err != nil {
 		return nil, fmt.Errorf("boot recovery: %w", err)
 	}
-	if cfg.Sandbox.Mode != string(sandbox.ModeOff) {
-		if d.sandboxErr = sandbox.Probe(); d.sandboxErr != nil {
-			log.Warn("the sandbox is not available: every terminal command needs approval (as in approvals.mode strict) and runs unsandboxed once approved; set sandbox: {mode: off} in config.yaml to run them unsandboxed as before",
-				"reason", d.sandboxErr.Error())
-		}
+	// Probed in mode off too: sessions created earlier keep their own
+	// (frozen) sandbox and fail closed when it cannot be enforced.
+	if d.sandboxErr = sandbox.Probe(); d.sandboxErr != nil && cfg.Sandbox.Mode != string(sandbox.ModeOff) {
+		log.Warn("the sandbox is not available: every terminal command needs approval (as in approvals.mode strict) and runs unsandboxed once approved; set sandbox: {mode: off} in config.yaml to run them unsandboxed as before",
+			"reason", d.sandboxErr.Error())
 	}
 	exec, err := d.newExecutor()
 	if err != nil {

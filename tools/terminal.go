@@ -206,8 +206,10 @@ const gateScript = `IFS= read -r _ <&3 || exit 125; exec 3<&- /bin/sh -c "$1"`
 // RunTerminal runs "/bin/sh -c command" in opt.Cwd, in its own process
 // group, with stdin from /dev/null and a non-interactive environment
 // (GIT_EDITOR=true, GIT_TERMINAL_PROMPT=0, PAGER=cat, GIT_PAGER=cat,
-// DEBIAN_FRONTEND=noninteractive on top of the daemon's environment less
-// the variables matching opt.EnvExclude).
+// DEBIAN_FRONTEND=noninteractive on top of opt.Env, or else of the daemon's
+// environment less the variables matching opt.EnvExclude). With
+// opt.Sandbox it runs confined by the sandbox helper (see package
+// sandbox), with TMPDIR set to a private directory removed afterwards.
 //
 // When the shell exits, whatever it left running in its process group is
 // killed. When the timeout expires the whole group is killed with SIGKILL
