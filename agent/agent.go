@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/tools"
+	"github.com/sessiond/sessiond/tools/risk"
 )
 
 // Session holds a session's frozen launch settings.
@@ -289,8 +290,8 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		errorResult(ev, "%v", err)
 		return
 	}
-	cls := tools.Classify(args.Command)
-	if cls.Risk == tools.RiskHardline {
+	cls := risk.Classify(args.Command)
+	if cls.Risk == risk.RiskHardline {
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
 		return
 	}
@@ -300,7 +301,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	case "strict":
 		ask = true
 	default: // manual
-		ask = cls.Risk != tools.RiskSafe
+		ask = cls.Risk != risk.RiskSafe
 	}
 	// A "session" or "always" approval remembers the rule's pattern; for a
 	// safe command in strict mode, or a command the classifier could not
