@@ -1,0 +1,182 @@
+package risk
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// SQL statements that destroy data. Inside SQL clients (psql -c, sqlite3,
+// here-documents fed to them) they match in any case; elsewhere only in
+// upper case, so that prose such as "drop table support" in a commit
+// message stays safe. Comments are removed first (DROP/**/TABLE,
+// DROP--x⏎TABLE), under the lexical rules of several dialects, since a
+// comment inside a string in one dialect is code in another.
+var (
+	sqlStrict = regexp.MustCompile(`(?m)\b(DROP\s+(TABLE|DATABASE|SCHEMA)\b|TRUNCATE\s+(TABLE\b|[\w."]+\s*(;|$))|DELETE\s+FROM\s+[\w."]+\s*(;|$)|FLUSHALL\b|FLUSHDB\b)`)
+	// sqlClient is for upper-cased SQL given to a client; DELETE without
+	// WHERE is checked apart.
+	sqlClient   = regexp.MustCompile(`\b(DROP\s+(TABLE|DATABASE|SCHEMA)\b|TRUNCATE\s+(TABLE\b|ONLY\b|[\w."]+)|FLUSHALL\b|FLUSHDB\b)`)
+	sqlDelete   = regexp.MustCompile(`\bDELETE\s+FROM\b`)
+	sqlWhere    = regexp.MustCompile(`\bWHERE\b`)
+	sqlDialects = []struct{ backslash, nested bool }{{false, true}, {false, false}, {true, false}, {true, true}}
+)
+
+func (c *classifier) sqlScan(s string, lenient bool) {
+	if len(s) < 7 {
+		return
+	}
+	hay := s
+	if lenient {
+		hay = strings.ToUpper(s)
+	}
+	// The regular expressions are slow on long text: look for a keyword first.
+	if !strings.Contains(hay, "DROP") && !strings.Contains(hay, "TRUNCATE") &&
+		!strings.Contains(hay, "DELETE") && !strings.Contains(hay, "FLUSH") {
+		return
+	}
+	m := sqlMatch(hay, lenient)
+	if m == "" && (strings.Contains(hay, "--") || strings.Contains(hay, "/*") || lenient && strings.Contains(hay, "#")) {
+		for _, d := range sqlDialects {
+			if m = sqlMatch(stripSQLComments(hay, d.backslash, d.nested, lenient), lenient); m != "" {
+				break
+			}
+		}
+	}
+	if m != "" {
+		m = strings.Join(strings.Fields(m), " ")
+		c.add(RiskDangerous, "sql-destructive", fmt.Sprintf("destructive SQL statement (%s)", strings.TrimSuffix(m, ";")))
+	}
+}
+
+// sqlMatch finds a destructive statement in upper-case SQL (lenient) or
+// in text (strict): DROP TABLE/DATABASE/SCHEMA, TRUNCATE, DELETE FROM
+// without WHERE, FLUSHALL/FLUSHDB.
+func sqlMatch(s string, lenient bool) string {
+	if !lenient {
+		return sqlStrict.FindString(s)
+	}
+	if m := sqlClient.FindString(s); m != "" {
+		return m
+	}
+	for _, loc := range sqlDelete.FindAllStringIndex(s, 16) {
+		stmt := s[loc[1]:]
+		if end := strings.IndexByte(stmt, ';'); end >= 0 {
+			stmt = stmt[:end]
+		}
+		if !sqlWhere.MatchString(stmt) {
+			return "DELETE FROM … without WHERE"
+		}
+	}
+	return ""
+}
+
+// stripSQLComments replaces SQL comments by spaces, skipping quoted
+// strings and identifiers: backslash says whether a backslash escapes a
+// quote (MySQL), nested whether block comments nest (PostgreSQL), hash
+// whether # starts a comment (MySQL). The body of a MySQL executable
+// comment (/*!…*/) is kept, since the server runs it.
+func stripSQLComments(s string, backslash, nested, hash bool) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	exec := false // inside /*! … */
+	for i := 0; i < len(s); {
+		ch := s[i]
+		switch {
+		case ch == '\'' || ch == '"' || ch == '`':
+			j := i + 1
+			for j < len(s) {
+				if backslash && s[j] == '\\' {
+					j += 2
+					continue
+				}
+				if s[j] == ch {
+					if j+1 < len(s) && s[j+1] == ch {
+						j += 2
+						continue
+					}
+					j++
+					break
+				}
+				j++
+			}
+			j = min(j, len(s))
+			b.WriteString(s[i:j])
+			i = j
+		case ch == '-' && i+1 < len(s) && s[i+1] == '-', hash && ch == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			b.WriteByte(' ')
+		case ch == '/' && i+1 < len(s) && s[i+1] == '*' && i+2 < len(s) && s[i+2] == '!':
+			i += 3
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+			b.WriteByte(' ')
+			exec = true
+		case exec && ch == '*' && i+1 < len(s) && s[i+1] == '/':
+			i += 2
+			b.WriteByte(' ')
+			exec = false
+		case ch == '/' && i+1 < len(s) && s[i+1] == '*':
+			depth := 1
+			i += 2
+			for i < len(s) && depth > 0 {
+				switch {
+				case s[i] == '*' && i+1 < len(s) && s[i+1] == '/':
+					depth--
+					i += 2
+				case nested && s[i] == '/' && i+1 < len(s) && s[i+1] == '*':
+					depth++
+					i += 2
+				default:
+					i++
+				}
+			}
+			b.WriteByte(' ')
+		default:
+			b.WriteByte(ch)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// sqlShellRE finds the commands of SQL clients that run shell commands:
+// sqlite3 .shell/.system and pipes in .once/.output/.import/.read, psql
+// \! and \o | / \g |, mysql \! and system, and COPY … PROGRAM.
+var sqlShellRE = regexp.MustCompile(`(?im)(^\s*\.(?:shell|system)\b|^\s*\.(?:once|output|import|read|excel)\s+(?:-\S+\s+)*['"]?\||\\!|\\[og]\s*\||\bprogram\s+['"]|^\s*system\s)`)
+
+// sqlShell flags the shell escapes of SQL clients; the command after
+// .shell, .system, \! or system is classified too.
+func (c *classifier) sqlShell(client, s string) {
+	if !strings.ContainsAny(s, ".\\|") && !strings.Contains(strings.ToLower(s), "system") && !strings.Contains(strings.ToLower(s), "program") {
+		return
+	}
+	for _, loc := range sqlShellRE.FindAllStringIndex(s, 16) {
+		m := strings.TrimSpace(s[loc[0]:loc[1]])
+		rest := s[loc[1]:]
+		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+			rest = rest[:nl]
+		}
+		switch strings.ToLower(strings.TrimRight(m, " \t")) {
+		case ".shell", ".system", "\\!", "system":
+			c.execOption(rest, client+" "+m+" "+strings.TrimSpace(rest), nil)
+		default:
+			c.add(RiskDangerous, "exec-option", fmt.Sprintf("SQL client runs a shell command (%s %s…)", client, m))
+		}
+	}
+}
+
+// sqlCheck scans here-documents and here-strings in the strict mode; the
+// command they feed rescans them leniently when it is an SQL client.
+func (c *classifier) sqlCheck(s string) { c.sqlScan(s, false) }
+
+// Commands whose arguments hold another language that can run commands.
+
+func init() {
+	register(func(c *classifier, _ string, _ []arg, _ cmdCtx) {
+		c.add(RiskDangerous, "sql-destructive", "drops a database (dropdb)")
+	}, "dropdb")
+}

@@ -1,0 +1,126 @@
+package risk
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+func (c *classifier) chmod(args []arg) {
+	var recursive, ref bool
+	var ops []arg
+	end := false
+	for _, a := range args {
+		s := a.s
+		switch {
+		case end || a.dynStart:
+			ops = append(ops, a)
+		case s == "--":
+			end = true
+		case strings.HasPrefix(s, "--"):
+			o, _, _ := strings.Cut(s[2:], "=")
+			recursive = recursive || longMatch(o, "recursive", 3)
+			ref = ref || longMatch(o, "reference", 3)
+		case len(s) > 1 && s[0] == '-' && strings.Trim(s[1:], "Rcfv") == "":
+			recursive = recursive || strings.ContainsRune(s, 'R')
+		default:
+			ops = append(ops, a) // includes modes such as -w
+		}
+	}
+	mode, targets := "", ops
+	if !ref && len(ops) > 0 {
+		mode, targets = ops[0].s, ops[1:]
+	}
+	if recursive {
+		for _, t := range targets {
+			if c.criticalAny(t, false) {
+				c.add(RiskHardline, "chmod-root", fmt.Sprintf("recursive permission change of the root or a system directory (chmod -R %s)", t.s))
+			}
+		}
+	}
+	if worldWritable(mode) {
+		c.add(RiskDangerous, "chmod-world-writable", fmt.Sprintf("makes files world-writable (chmod %s)", mode))
+	}
+	if recursive {
+		c.add(RiskDangerous, "chmod-recursive", "recursive permission change (chmod -R)")
+	}
+}
+
+// worldWritable reports whether a chmod mode grants write to others.
+func worldWritable(mode string) bool {
+	if mode == "" {
+		return false
+	}
+	if v, err := strconv.ParseUint(mode, 8, 32); err == nil {
+		return v&0o002 != 0
+	}
+	for _, clause := range strings.Split(mode, ",") {
+		i := 0
+		for i < len(clause) && strings.IndexByte("ugoa", clause[i]) >= 0 {
+			i++
+		}
+		who := clause[:i]
+		for i < len(clause) {
+			op := clause[i]
+			if op != '+' && op != '-' && op != '=' {
+				break
+			}
+			i++
+			j := i
+			for j < len(clause) && strings.IndexByte("rwxXstugo", clause[j]) >= 0 {
+				j++
+			}
+			perms := clause[i:j]
+			i = j
+			if op != '-' && strings.ContainsRune(perms, 'w') && (who == "" || strings.ContainsAny(who, "ao")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *classifier) chown(name string, args []arg) {
+	var recursive, ref bool
+	var ops []arg
+	end := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		s := a.s
+		switch {
+		case end || a.dynStart:
+			ops = append(ops, a)
+		case s == "--":
+			end = true
+		case strings.HasPrefix(s, "--"):
+			o, _, hasVal := strings.Cut(s[2:], "=")
+			recursive = recursive || longMatch(o, "recursive", 3)
+			ref = ref || longMatch(o, "reference", 3)
+			if longMatch(o, "from", 2) && !hasVal {
+				i++
+			}
+		case len(s) > 1 && s[0] == '-':
+			recursive = recursive || strings.ContainsRune(s, 'R')
+		default:
+			ops = append(ops, a)
+		}
+	}
+	targets := ops
+	if !ref && len(ops) > 0 {
+		targets = ops[1:]
+	}
+	if !recursive {
+		return
+	}
+	for _, t := range targets {
+		if c.criticalAny(t, false) {
+			c.add(RiskHardline, "chown-root", fmt.Sprintf("recursive ownership change of the root or a system directory (%s -R %s)", name, t.s))
+		}
+	}
+	c.add(RiskDangerous, "chown-recursive", fmt.Sprintf("recursive ownership change (%s -R)", name))
+}
+
+func init() {
+	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.chmod(args) }, "chmod")
+	register(func(c *classifier, name string, args []arg, _ cmdCtx) { c.chown(name, args) }, "chown", "chgrp")
+}
