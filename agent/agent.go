@@ -93,6 +93,9 @@ type Config struct {
 	// EnvExclude: environment variable name patterns withheld from terminal
 	// commands (tools.TerminalOptions.EnvExclude).
 	EnvExclude []string
+	// ProtectedPaths are directories commands may not touch without
+	// approval, such as the daemon's home (risk.Context.ProtectedPaths).
+	ProtectedPaths []string
 }
 
 // Runner runs turns.
@@ -262,24 +265,11 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	}
 }
 
-// unanalysable are classifier patterns that mean "could not look inside",
-// not a kind of action; approving one must not approve others.
-// Some name a kind of action whose reach is decided at run time (a
-// computed rm target, inline interpreter code, a command in an option).
-var unanalysable = map[string]bool{"unparseable": true, "dynamic-command": true, "nested-shell": true,
-	"too-complex": true, "internal-error": true, "inline-code": true, "exec-option": true,
-	"script-written": true, "rm-recursive-dynamic": true, "rm-computed-args": true}
-
 // isUnanalysable reports whether any rule of a (possibly combined,
-// "a+b") pattern is unanalysable.
-func isUnanalysable(pattern string) bool {
-	for _, p := range strings.Split(pattern, "+") {
-		if unanalysable[p] {
-			return true
-		}
-	}
-	return false
-}
+// "a+b") pattern means "could not look inside" rather than a kind of
+// action, per the classifier's rule table; approving one must not approve
+// others.
+func isUnanalysable(pattern string) bool { return risk.Unanalysable(pattern) }
 
 // ApprovalChoices are offered with every approval prompt.
 var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
@@ -290,7 +280,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		errorResult(ev, "%v", err)
 		return
 	}
-	cls := risk.Classify(args.Command)
+	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths})
 	if cls.Risk == risk.RiskHardline {
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
 		return

@@ -35,6 +35,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			TerminalTimeout: time.Duration(d.cfg.Terminal.Timeout) * time.Second,
 			OutputLimit:     d.cfg.Terminal.OutputLimit,
 			EnvExclude:      d.cfg.Terminal.EnvExclude,
+			ProtectedPaths:  []string{d.home},
 		},
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,

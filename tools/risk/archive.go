@@ -55,9 +55,9 @@ func (c *classifier) tar(args []arg) {
 				v := value()
 				c.execOption(v, "tar --"+o+" "+v, nil)
 			case longMatch(o, "directory", 3):
-				dirs = append(dirs, arg{s: value()})
+				dirs = append(dirs, optValue())
 			case longMatch(o, "remove-files", 3):
-				c.add(RiskDangerous, "remove-source-files", "deletes the files it archives (tar --remove-files)")
+				c.add(RiskDangerous, KeyRemoveSourceFiles, "deletes the files it archives (tar --remove-files)")
 			case longMatch(o, "extract", 3) || longMatch(o, "get", 3):
 				extract = true
 			case o == "file" || longMatch(o, "exclude", 3) || longMatch(o, "transform", 3) || longMatch(o, "files-from", 6):
@@ -83,7 +83,19 @@ func (c *classifier) tar(args []arg) {
 	}
 	if extract {
 		for _, d := range dirs {
-			c.writeTarget(arg{s: strings.TrimRight(d.s, "/") + "/"}, "tar -x -C")
+			c.unpackInto(d, "tar -x -C")
+		}
+	}
+}
+
+// unzip -d DIR extracts into DIR.
+func unzip(c *classifier, name string, args []arg, _ cmdCtx) {
+	for i, a := range args {
+		switch {
+		case a.s == "-d" && i+1 < len(args):
+			c.unpackInto(args[i+1], name+" -d")
+		case strings.HasPrefix(a.s, "-d") && len(a.s) > 2 && !strings.HasPrefix(a.s, "--"):
+			c.unpackInto(arg{s: a.s[2:], dyn: a.dyn, word: a.word}, name+" -d")
 		}
 	}
 }
@@ -94,7 +106,7 @@ func (c *classifier) tarCompressor(prog string) {
 	c.nested(prog)
 	f := strings.Fields(prog)
 	if len(f) == 0 || !compressors[commandName(f[0])] || strings.ContainsAny(prog, ";&|<>$`()") {
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs a program as tar's compressor (tar -I %s)", prog))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs a program as tar's compressor (tar -I %s)", prog))
 	}
 }
 
@@ -105,7 +117,7 @@ func (c *classifier) zip(args []arg) {
 		s := args[i].s
 		switch {
 		case s == "--move":
-			c.add(RiskDangerous, "remove-source-files", "deletes the files it archives (zip -m)")
+			c.add(RiskDangerous, KeyRemoveSourceFiles, "deletes the files it archives (zip -m)")
 		case s == "-TT" || s == "--unzip-command":
 			if i+1 < len(args) {
 				i++
@@ -115,7 +127,7 @@ func (c *classifier) zip(args []arg) {
 			c.execOption(s[len("--unzip-command="):], "zip -TT", nil)
 		case len(s) > 1 && s[0] == '-' && s[1] != '-' && strings.ContainsRune(s, 'm') &&
 			strings.Trim(s[1:], "0123456789abcdefghijklmnopqrstuvwxyzADFJLRSTUVX$@") == "":
-			c.add(RiskDangerous, "remove-source-files", "deletes the files it archives (zip -m)")
+			c.add(RiskDangerous, KeyRemoveSourceFiles, "deletes the files it archives (zip -m)")
 		}
 	}
 }
@@ -124,13 +136,17 @@ func init() {
 	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.tar(args) }, "tar", "gtar", "bsdtar")
 	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.zip(args) }, "zip")
 	register(sevenZip, "7z", "7za", "7zz", "7zr")
+	register(unzip, "unzip", "funzip", "unar")
 }
 
 // sevenZip: -sdel deletes the files it archives.
 func sevenZip(c *classifier, _ string, args []arg, _ cmdCtx) {
 	for _, a := range args {
 		if a.s == "-sdel" {
-			c.add(RiskDangerous, "remove-source-files", "deletes the files it archives (7z -sdel)")
+			c.add(RiskDangerous, KeyRemoveSourceFiles, "deletes the files it archives (7z -sdel)")
+		}
+		if d, ok := strings.CutPrefix(a.s, "-o"); ok && d != "" {
+			c.unpackInto(arg{s: d, dyn: a.dyn, word: a.word}, "7z -o")
 		}
 	}
 }

@@ -48,8 +48,9 @@ var (
 // returns it with its wrappers peeled off.
 func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 	r := resolve(args)
+	c.daemonFiles(r.name, args)
 	for _, e := range r.elevated {
-		c.add(RiskDangerous, "privilege-elevation", fmt.Sprintf("runs with elevated privileges (%s)", e))
+		c.add(RiskDangerous, KeyPrivilegeElevation, fmt.Sprintf("runs with elevated privileges (%s)", e))
 	}
 	for _, src := range r.shellSrc {
 		c.nested(src)
@@ -58,7 +59,7 @@ func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 		c.writeTarget(w, "output file")
 	}
 	for _, e := range r.execs {
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs a program named in an option, which cannot be analysed (%s)", e))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs a program named in an option, which cannot be analysed (%s)", e))
 	}
 	for _, f := range r.scripts {
 		c.noteRan(f.s)
@@ -68,10 +69,16 @@ func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 		c.envAssign(name, arg{s: val})
 	}
 	if r.detached != "" {
-		c.add(RiskDangerous, "scheduled-command", fmt.Sprintf("runs a command in the background, outside this session (%s)", r.detached))
+		c.add(RiskDangerous, KeyScheduledCommand, fmt.Sprintf("runs a command in the background, outside this session (%s)", r.detached))
+	}
+	if r.exhausts != "" {
+		c.add(RiskDangerous, KeyResourceExhaustion, fmt.Sprintf("starts as many processes as it can (%s)", r.exhausts))
+	}
+	if r.remote && (cx.stdinFile != nil || cx.stdin != nil) {
+		c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends local data to another machine (%s with its input redirected)", r.remoteName))
 	}
 	if r.dynamic {
-		c.add(RiskDangerous, "dynamic-command", fmt.Sprintf("command name is computed at run time (%s)", r.dynText))
+		c.add(RiskDangerous, KeyDynamicCommand, fmt.Sprintf("command name is computed at run time (%s)", r.dynText))
 		return r
 	}
 	if r.name == "" {
@@ -126,6 +133,7 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 	if a := analyzerFor(name); a != nil {
 		a(c, name, args, cx)
 	}
+	c.noteRunner(name)
 
 	if k := interpreterKind(name); k != "" && k != "shell" {
 		c.interpreter(name, args, cx)
@@ -137,13 +145,13 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 		}
 		for _, a := range words {
 			if wordRunsDownloader(a.word) {
-				c.add(RiskDangerous, "curl-pipe-shell", fmt.Sprintf("runs a downloaded script (%s fed by curl/wget)", name))
+				c.add(RiskDangerous, KeyCurlPipeShell, fmt.Sprintf("runs a downloaded script (%s fed by curl/wget)", name))
 				break
 			}
 		}
 	}
 	if cx.xargs && name == "rm" {
-		c.add(RiskDangerous, "xargs-rm", "deletes files named by its input (xargs rm)")
+		c.add(RiskDangerous, KeyXargsRm, "deletes files named by its input (xargs rm)")
 	}
 
 	if !searchTools[name] {
@@ -177,18 +185,21 @@ func wordRunsDownloader(w *syntax.Word) bool {
 		return false
 	}
 	found := false
-	syntax.Walk(w, func(n syntax.Node) bool {
-		if found {
-			return false
-		}
-		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			if downloaders[resolve(renderArgs(call.Args)).name] {
-				found = true
-			}
-		}
-		return !found
+	walkCalls(w, func(args []arg) {
+		found = found || downloaders[resolve(args).name]
 	})
 	return found
+}
+
+// walkCalls calls f with the rendered words of every simple command
+// inside n (a word's command substitutions, a statement), in source order.
+func walkCalls(n syntax.Node, f func(args []arg)) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			f(renderArgs(call.Args))
+		}
+		return true
+	})
 }
 
 // longMatch reports whether the long option o (without dashes or value)
@@ -243,7 +254,11 @@ var (
 	// envPrograms are environment variables that make programs load code
 	// that cannot be analysed.
 	envPrograms = set("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "GIT_EXEC_PATH",
-		"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "GIT_TEMPLATE_DIR")
+		"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "GIT_TEMPLATE_DIR",
+		"PERL5OPT", "PERL5DB", "PERLDB_OPTS", "PYTHONSTARTUP", "RUBYOPT", "GIT_ALLOW_PROTOCOL", "JAVA_TOOL_OPTIONS",
+		"_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "ZDOTDIR", "PYTHONHOME", "LUA_INIT", "PHPRC", "PHP_INI_SCAN_DIR")
+	// nodeCodeOptions are the NODE_OPTIONS flags that load code.
+	nodeCodeOptions = []string{"-r", "--require", "--import", "--loader", "--experimental-loader", "--experimental-policy", "--env-file", "--inspect"}
 )
 
 // harmless reports whether cmd, a command string, is empty or one of the
@@ -265,7 +280,7 @@ func harmless(cmd string, allowed map[string]bool) bool {
 func (c *classifier) execOption(cmd, via string, allowed map[string]bool) {
 	c.nested(cmd)
 	if !harmless(cmd, allowed) {
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs a command given in an option (%s)", via))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs a command given in an option (%s)", via))
 	}
 }
 
@@ -275,7 +290,14 @@ func (c *classifier) assign(a *syntax.Assign) {
 	if a.Name == nil || a.Value == nil {
 		return
 	}
-	c.envAssign(a.Name.Value, renderString(a.Value))
+	v := renderString(a.Value)
+	if v.s == "$!" && len(c.jobVars) < maxFileNotes {
+		if c.jobVars == nil {
+			c.jobVars = map[string]bool{}
+		}
+		c.jobVars[a.Name.Value] = true // pid=$!: a job this command started
+	}
+	c.envAssign(a.Name.Value, v)
 }
 
 func (c *classifier) envAssign(name string, v arg) {
@@ -283,8 +305,22 @@ func (c *classifier) envAssign(name string, v arg) {
 		c.execOption(v.s, name+"="+v.s, allowed)
 		return
 	}
+	if (name == "PS4" || name == "PS1" || name == "PS0") && strings.ContainsAny(v.s, "$`") && (strings.Contains(v.s, "$(") || strings.Contains(v.s, "`")) {
+		c.execOption(strings.TrimSpace(v.s), name+"="+v.s, nil) // expanded, command substitutions and all, by the shell
+		return
+	}
+	if name == "NODE_OPTIONS" || name == "BUN_OPTIONS" || name == "DENO_OPTIONS" {
+		for _, f := range strings.Fields(v.s) {
+			for _, o := range nodeCodeOptions {
+				if f == o || strings.HasPrefix(f, o+"=") {
+					c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("makes node load code that cannot be analysed (%s=%s)", name, v.s))
+				}
+			}
+		}
+		return
+	}
 	if envPrograms[name] || strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("makes programs load code that cannot be analysed (%s=%s)", name, v.s))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("makes programs load code that cannot be analysed (%s=%s)", name, v.s))
 		if name == "BASH_ENV" || name == "ENV" {
 			c.noteRan(v.s)
 		}

@@ -14,11 +14,14 @@ import (
 // comment inside a string in one dialect is code in another.
 var (
 	sqlStrict = regexp.MustCompile(`(?m)\b(DROP\s+(TABLE|DATABASE|SCHEMA)\b|TRUNCATE\s+(TABLE\b|[\w."]+\s*(;|$))|DELETE\s+FROM\s+[\w."]+\s*(;|$)|FLUSHALL\b|FLUSHDB\b)`)
-	// sqlClient is for upper-cased SQL given to a client; DELETE without
-	// WHERE is checked apart.
-	sqlClient   = regexp.MustCompile(`\b(DROP\s+(TABLE|DATABASE|SCHEMA)\b|TRUNCATE\s+(TABLE\b|ONLY\b|[\w."]+)|FLUSHALL\b|FLUSHDB\b)`)
-	sqlDelete   = regexp.MustCompile(`\bDELETE\s+FROM\b`)
-	sqlWhere    = regexp.MustCompile(`\bWHERE\b`)
+	// sqlClient is for upper-cased SQL (and MongoDB shell code) given to a
+	// client: every statement that mutates data or schema, with or
+	// without WHERE.
+	sqlClient = regexp.MustCompile(`\b(DROP\s+\w+|TRUNCATE\b|DELETE\s+FROM\b|DELETE\s+[\w."` + "`" + `]+\s+(WHERE|USING)\b|UPDATE\s+(ONLY\s+)?[^\s;(]+(\s+(AS\s+)?\w+)?\s+SET\b|ALTER\s+\w+|RENAME\s+TABLE\b|FLUSHALL\b|FLUSHDB\b|` +
+		`DROPDATABASE\b|DELETEMANY\b|DELETEONE\b|UPDATEMANY\b|UPDATEONE\b|REPLACEONE\b|FINDONEANDDELETE\b|FINDONEANDUPDATE\b|FINDONEANDREPLACE\b|` +
+		`FINDANDMODIFY\b|RENAMECOLLECTION\b|DROPINDEX(ES)?\b|DROPUSER\b|DROPALLUSERS\b|BULKWRITE\b)|\.(DROP|REMOVE)\s*\(`)
+	// sqlKeywords are looked for before the regular expressions run.
+	sqlKeywords = []string{"DROP", "TRUNCATE", "DELETE", "FLUSH", "UPDATE", "ALTER", "RENAME", "REMOVE", "REPLACE", "MODIFY", "BULKWRITE"}
 	sqlDialects = []struct{ backslash, nested bool }{{false, true}, {false, false}, {true, false}, {true, true}}
 )
 
@@ -31,8 +34,7 @@ func (c *classifier) sqlScan(s string, lenient bool) {
 		hay = strings.ToUpper(s)
 	}
 	// The regular expressions are slow on long text: look for a keyword first.
-	if !strings.Contains(hay, "DROP") && !strings.Contains(hay, "TRUNCATE") &&
-		!strings.Contains(hay, "DELETE") && !strings.Contains(hay, "FLUSH") {
+	if !containsAny(hay, sqlKeywords) {
 		return
 	}
 	m := sqlMatch(hay, lenient)
@@ -45,30 +47,28 @@ func (c *classifier) sqlScan(s string, lenient bool) {
 	}
 	if m != "" {
 		m = strings.Join(strings.Fields(m), " ")
-		c.add(RiskDangerous, "sql-destructive", fmt.Sprintf("destructive SQL statement (%s)", strings.TrimSuffix(m, ";")))
+		c.add(RiskDangerous, KeySQLDestructive, fmt.Sprintf("destructive SQL statement (%s)", strings.TrimSuffix(m, ";")))
 	}
 }
 
-// sqlMatch finds a destructive statement in upper-case SQL (lenient) or
-// in text (strict): DROP TABLE/DATABASE/SCHEMA, TRUNCATE, DELETE FROM
-// without WHERE, FLUSHALL/FLUSHDB.
+// sqlMatch finds a statement that mutates data in upper-case SQL given
+// to a client (lenient), or a destructive one in other text (strict):
+// DROP TABLE/DATABASE/SCHEMA, TRUNCATE, DELETE FROM without WHERE,
+// FLUSHALL/FLUSHDB.
 func sqlMatch(s string, lenient bool) string {
 	if !lenient {
 		return sqlStrict.FindString(s)
 	}
-	if m := sqlClient.FindString(s); m != "" {
-		return m
-	}
-	for _, loc := range sqlDelete.FindAllStringIndex(s, 16) {
-		stmt := s[loc[1]:]
-		if end := strings.IndexByte(stmt, ';'); end >= 0 {
-			stmt = stmt[:end]
-		}
-		if !sqlWhere.MatchString(stmt) {
-			return "DELETE FROM … without WHERE"
+	return sqlClient.FindString(s)
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // stripSQLComments replaces SQL comments by spaces, skipping quoted
@@ -164,7 +164,7 @@ func (c *classifier) sqlShell(client, s string) {
 		case ".shell", ".system", "\\!", "system":
 			c.execOption(rest, client+" "+m+" "+strings.TrimSpace(rest), nil)
 		default:
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("SQL client runs a shell command (%s %s…)", client, m))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("SQL client runs a shell command (%s %s…)", client, m))
 		}
 	}
 }
@@ -177,6 +177,21 @@ func (c *classifier) sqlCheck(s string) { c.sqlScan(s, false) }
 
 func init() {
 	register(func(c *classifier, _ string, _ []arg, _ cmdCtx) {
-		c.add(RiskDangerous, "sql-destructive", "drops a database (dropdb)")
+		c.add(RiskDangerous, KeySQLDestructive, "drops a database (dropdb)")
 	}, "dropdb")
+	register(redis, "redis-cli", "valkey-cli", "keydb-cli")
+}
+
+// redisVerbs are the redis commands that delete or change data or the
+// server, or run code on it.
+var redisVerbs = set("FLUSHALL", "FLUSHDB", "DEL", "UNLINK", "SHUTDOWN", "CONFIG", "SWAPDB", "DEBUG", "MIGRATE", "RENAME",
+	"RENAMENX", "EVAL", "EVALSHA", "EVAL_RO", "SCRIPT", "FUNCTION", "FCALL", "MODULE", "SLAVEOF", "REPLICAOF", "EXPIRE", "PEXPIRE",
+	"EXPIREAT", "GETDEL", "HDEL", "SREM", "ZREM", "LREM", "XDEL", "XTRIM", "LTRIM", "RESTORE", "ACL", "SET", "MSET", "HSET", "LPUSH", "RPUSH", "SADD", "ZADD", "INCR", "DECR", "APPEND")
+
+// redis flags a redis-cli command that deletes or changes data.
+func redis(c *classifier, name string, args []arg, _ cmdCtx) {
+	_, ops := parseAll(args, optSpec{shortArg: "hpsanuidrcCt", longArg: []string{"user", "pass", "askpass", "tls", "cacert", "cert", "key", "sni", "pattern", "count", "quoted-pattern"}})
+	if len(ops) > 0 && (redisVerbs[strings.ToUpper(ops[0].s)] || ops[0].dyn) {
+		c.add(RiskDangerous, KeySQLDestructive, fmt.Sprintf("changes or deletes data (%s %s)", name, ops[0].s))
+	}
 }

@@ -25,12 +25,12 @@ func (c *classifier) git(args []arg) {
 			}
 			key, _, _ := strings.Cut(v, "=")
 			if gitCommandKey(strings.ToLower(key)) != "" {
-				c.add(RiskDangerous, "exec-option", fmt.Sprintf("sets a git command from the environment (git --config-env %s)", v))
+				c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("sets a git command from the environment (git --config-env %s)", v))
 			}
 			i++
 			continue
 		case strings.HasPrefix(s, "--exec-path="):
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs git commands from another directory (git %s)", s))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs git commands from another directory (git %s)", s))
 			i++
 			continue
 		case s == "-C" || s == "--git-dir" || s == "--work-tree" || s == "--namespace" || s == "--super-prefix":
@@ -58,11 +58,16 @@ func (c *classifier) git(args []arg) {
 	switch sub {
 	case "reset":
 		if longHas("hard", 3) {
-			c.add(RiskDangerous, "git-reset-hard", "discards uncommitted changes (git reset --hard)")
+			c.add(RiskDangerous, KeyGitResetHard, "discards uncommitted changes (git reset --hard)")
 		}
 	case "clean":
-		if (o.has("f") || longHas("force", 3)) && !o.has("n") && !longHas("dry-run", 3) {
-			c.add(RiskDangerous, "git-clean-force", "deletes untracked files (git clean -f)")
+		dry := o.has("n", "i") || longHas("dry-run", 3) || longHas("interactive", 3)
+		switch {
+		case dry:
+		case o.has("f") || longHas("force", 3):
+			c.add(RiskDangerous, KeyGitCleanForce, "deletes untracked files (git clean -f)")
+		case c.gitState.cleanNoForce:
+			c.add(RiskDangerous, KeyGitCleanForce, "deletes untracked files (git clean with clean.requireForce turned off)")
 		}
 	case "push":
 		force := o.has("f") || longHas("force", 3) || longHas("force-with-lease", 7) || longHas("mirror", 2)
@@ -75,11 +80,12 @@ func (c *classifier) git(args []arg) {
 				del = true
 			}
 		}
+		c.gitPushTarget(o, ops)
 		if force {
-			c.add(RiskDangerous, "git-push-force", "force push rewrites remote history (git push --force)")
+			c.add(RiskDangerous, KeyGitPushForce, "force push rewrites remote history (git push --force)")
 		}
 		if del {
-			c.add(RiskDangerous, "git-push-delete", "deletes remote branches or tags (git push --delete / :branch)")
+			c.add(RiskDangerous, KeyGitPushDelete, "deletes remote branches or tags (git push --delete / :branch)")
 		}
 		if v, ok := o.get("--receive-pack", "--exec"); ok {
 			c.execOption(v, "git push --receive-pack", nil)
@@ -98,29 +104,29 @@ func (c *classifier) git(args []arg) {
 			}
 		}
 		if discard {
-			c.add(RiskDangerous, "git-discard-changes", "discards uncommitted changes (git checkout -- …)")
+			c.add(RiskDangerous, KeyGitDiscardChanges, "discards uncommitted changes (git checkout -- …)")
 		}
 	case "restore":
 		staged := o.has("S") || longHas("staged", 2)
 		worktree := o.has("W") || longHas("worktree", 2)
 		if len(ops) > 0 && (!staged || worktree) {
-			c.add(RiskDangerous, "git-discard-changes", "discards uncommitted changes (git restore)")
+			c.add(RiskDangerous, KeyGitDiscardChanges, "discards uncommitted changes (git restore)")
 		}
 	case "switch":
 		if o.has("f") || longHas("force", 3) || longHas("discard-changes", 2) {
-			c.add(RiskDangerous, "git-discard-changes", "discards uncommitted changes (git switch --discard-changes)")
+			c.add(RiskDangerous, KeyGitDiscardChanges, "discards uncommitted changes (git switch --discard-changes)")
 		}
 	case "stash":
 		if len(ops) > 0 && (ops[0].s == "drop" || ops[0].s == "clear") {
-			c.add(RiskDangerous, "git-stash-drop", fmt.Sprintf("deletes stashed changes (git stash %s)", ops[0].s))
+			c.add(RiskDangerous, KeyGitStashDrop, fmt.Sprintf("deletes stashed changes (git stash %s)", ops[0].s))
 		}
 		if (len(ops) == 0 || ops[0].s == "push" || ops[0].s == "save") &&
 			(o.has("u", "a") || longHas("include-untracked", 3) || longHas("all", 2)) {
-			c.add(RiskDangerous, "git-stash-untracked", "removes untracked files from the working tree into a stash (git stash -u)")
+			c.add(RiskDangerous, KeyGitStashUntracked, "removes untracked files from the working tree into a stash (git stash -u)")
 		}
 	case "worktree":
 		if len(ops) > 0 && ops[0].s == "remove" && (o.has("f") || longHas("force", 3)) {
-			c.add(RiskDangerous, "git-worktree-remove-force", "deletes a worktree with its uncommitted changes (git worktree remove --force)")
+			c.add(RiskDangerous, KeyGitWorktreeRemoveForce, "deletes a worktree with its uncommitted changes (git worktree remove --force)")
 		}
 	case "config":
 		c.gitConfigWrite(rest)
@@ -148,9 +154,79 @@ func (c *classifier) git(args []arg) {
 	case "rebase", "filter-branch", "grep", "difftool", "mergetool", "clone", "fetch", "pull", "ls-remote", "archive":
 		c.gitCommandOptions(sub, rest)
 	case "branch":
-		if o.has("D") || (o.has("d") || longHas("delete", 3)) && (o.has("f") || longHas("force", 3)) {
-			c.add(RiskDangerous, "git-branch-force-delete", "force-deletes a branch (git branch -D)")
+		switch {
+		case o.has("D") || (o.has("d") || longHas("delete", 3)) && (o.has("f") || longHas("force", 3)):
+			c.add(RiskDangerous, KeyGitBranchForceDelete, "force-deletes a branch (git branch -D)")
+		case o.has("f", "C") || longHas("force", 3) || o.has("M"):
+			c.add(RiskDangerous, KeyGitBranchForceDelete, "force-moves or overwrites a branch (git branch -f / -M / -C)")
 		}
+	case "update-ref":
+		c.add(RiskDangerous, KeyGitRefRewrite, "rewrites or deletes a ref directly (git update-ref)")
+	case "reflog":
+		if len(ops) > 0 && (ops[0].s == "expire" || ops[0].s == "delete") {
+			c.add(RiskDangerous, KeyGitRefRewrite, fmt.Sprintf("destroys reflog entries, the way back to lost commits (git reflog %s)", ops[0].s))
+		}
+	case "gc":
+		if v, ok := o.get("--prune"); ok && (v == "now" || v == "all") || longHas("prune", 3) && strings.Contains(joinArgs(rest), "=now") {
+			c.add(RiskDangerous, KeyGitRefRewrite, "deletes unreachable commits at once (git gc --prune=now)")
+		}
+	case "prune", "filter-repo", "replace":
+		if sub != "replace" || len(ops) > 0 || o.has("d", "f") {
+			c.add(RiskDangerous, KeyGitRefRewrite, fmt.Sprintf("rewrites history or deletes unreachable objects (git %s)", sub))
+		}
+	case "tag":
+		if o.has("d", "f") || longHas("delete", 3) || longHas("force", 3) {
+			c.add(RiskDangerous, KeyGitRefRewrite, "deletes or moves a tag (git tag -d / -f)")
+		}
+	case "symbolic-ref":
+		if o.has("d") || longHas("delete", 3) {
+			c.add(RiskDangerous, KeyGitRefRewrite, "deletes a symbolic ref (git symbolic-ref -d)")
+		}
+	case "rm":
+		if (o.has("r") || o.has("R")) && !longHas("cached", 3) && !o.has("n") && !longHas("dry-run", 3) {
+			c.add(RiskDangerous, KeyGitRmRecursive, "deletes a tree from the working tree and the index (git rm -r)")
+		}
+	case "remote":
+		if len(ops) > 0 {
+			switch ops[0].s {
+			case "add", "set-url", "rename":
+				for _, op := range ops[1:] {
+					c.gitState.remotes = append(c.gitState.remotes, op.s)
+				}
+				c.gitState.remoteChanged = true
+			}
+		}
+	}
+	for _, a := range rest {
+		if strings.HasPrefix(a.s, "ext::") || strings.Contains(a.s, "=ext::") {
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs the command of an ext:: URL (git %s %s)", sub, a.s))
+		}
+	}
+}
+
+// gitState is what git commands earlier in a command line changed, which
+// later ones depend on.
+type gitState struct {
+	cleanNoForce  bool     // clean.requireForce was turned off
+	remoteChanged bool     // a remote was added or its URL changed (remote add, set-url, remote.*.url, url.*.insteadOf)
+	remotes       []string // the names (and URLs) involved
+}
+
+// gitPushTarget flags a push to a URL, or to a remote (or the default one)
+// after the same command added a remote or changed a remote's URL: that
+// sends the repository where nobody has looked.
+func (c *classifier) gitPushTarget(o opts, ops []arg) {
+	target := ""
+	if v, ok := o.get("--repo"); ok {
+		target = v
+	} else if len(ops) > 0 {
+		target = ops[0].s
+	}
+	switch {
+	case target != "" && (strings.Contains(target, "://") || remote(target) || strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~")):
+		c.add(RiskDangerous, KeyGitPushNewRemote, fmt.Sprintf("pushes to a repository named by URL or path (git push %s)", target))
+	case c.gitState.remoteChanged:
+		c.add(RiskDangerous, KeyGitPushNewRemote, fmt.Sprintf("pushes after the same command added or changed a remote (%s)", strings.Join(c.gitState.remotes, ", ")))
 	}
 }
 
@@ -160,6 +236,29 @@ func (c *classifier) git(args []arg) {
 func (c *classifier) gitConfig(kv string) {
 	key, val, _ := strings.Cut(kv, "=")
 	c.gitSetting(strings.ToLower(key), val, "git -c "+kv)
+}
+
+// gitStateSetting remembers the settings that change what later git
+// commands of the same line do: clean.requireForce, remote URLs.
+func (c *classifier) gitStateSetting(key, val, via string) {
+	parts := strings.Split(key, ".")
+	sec, last := parts[0], parts[len(parts)-1]
+	switch {
+	case key == "clean.requireforce":
+		switch strings.ToLower(val) {
+		case "false", "no", "off", "0", "":
+			c.gitState.cleanNoForce = true
+			c.add(RiskDangerous, KeyGitCleanForce, fmt.Sprintf("turns off git clean's safety, so that it deletes without -f (%s)", via))
+		}
+	case sec == "remote" && (last == "url" || last == "pushurl") || sec == "url" && (last == "insteadof" || last == "pushinsteadof"):
+		c.gitState.remoteChanged = true
+		c.gitState.remotes = append(c.gitState.remotes, val)
+	case sec == "protocol" && last == "allow":
+		v := strings.ToLower(val)
+		if key == "protocol.ext.allow" && v != "never" || key == "protocol.allow" && (v == "always" || v == "user") {
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("lets git run the commands of ext:: URLs (%s)", via))
+		}
+	}
 }
 
 // gitCommandKey says what kind of command a git setting names: "alias",
@@ -197,6 +296,7 @@ func gitCommandKey(key string) string {
 
 // gitSetting classifies the value of a git setting that names a command.
 func (c *classifier) gitSetting(key, val, via string) {
+	c.gitStateSetting(key, val, via)
 	switch gitCommandKey(key) {
 	case "alias":
 		if cmd, ok := strings.CutPrefix(val, "!"); ok {
@@ -214,16 +314,16 @@ func (c *classifier) gitSetting(key, val, via string) {
 		if cmd, ok := strings.CutPrefix(val, "!"); ok {
 			c.execOption(cmd, via, nil)
 		} else if strings.ContainsAny(val, "/ ") {
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs a program named in a setting (%s)", via))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs a program named in a setting (%s)", via))
 		}
 	case "fsmonitor":
 		switch strings.ToLower(val) {
 		case "", "true", "false", "yes", "no", "on", "off", "1", "0":
 		default:
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs a program named in a setting (%s)", via))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs a program named in a setting (%s)", via))
 		}
 	case "path":
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("makes git run code that cannot be analysed (%s)", via))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("makes git run code that cannot be analysed (%s)", via))
 	case "cmd":
 		c.execOption(val, via, nil)
 	}
@@ -254,9 +354,10 @@ func (c *classifier) gitConfigWrite(args []arg) {
 	}
 	lk := strings.ToLower(key)
 	if gitCommandKey(lk) == "" {
+		c.gitStateSetting(lk, val, "git config "+key)
 		return
 	}
-	c.add(RiskDangerous, "git-config-command", fmt.Sprintf("configures git to run a command (git config %s)", key))
+	c.add(RiskDangerous, KeyGitConfigCommand, fmt.Sprintf("configures git to run a command (git config %s)", key))
 	c.gitSetting(lk, val, "git config "+key)
 }
 

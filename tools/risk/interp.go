@@ -83,6 +83,7 @@ type program struct {
 	stdin   bool   // read from standard input
 	script  *arg   // the program file, if any
 	stopped bool   // no program is read (python -m module)
+	module  string // the module run with -m
 }
 
 // interpProgram reads an interpreter's arguments (see program).
@@ -147,6 +148,7 @@ func interpProgram(sp interpSpec, args []arg) (p program) {
 					if codeModules[mod] {
 						p.inline = "-m " + mod // python -m timeit 'statement'
 					}
+					p.module = mod
 					return p
 				case strings.IndexByte(sp.file, ch) >= 0:
 					if v := s[j+1:]; v != "" {
@@ -267,8 +269,11 @@ func fromStream(a arg) bool {
 func (c *classifier) interpreter(name string, args []arg, cx cmdCtx) {
 	kind := interpreterKind(name)
 	p := progOf(name, args)
+	if r, ok := pythonModuleRunners[p.module]; ok {
+		c.noteRunner(r)
+	}
 	inline := func(why string) {
-		c.add(RiskDangerous, "inline-code", fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
+		c.add(RiskDangerous, KeyInlineCode, fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
 	}
 	if kind == "node" || kind == "bun" || kind == "deno" {
 		for _, a := range args {
@@ -287,11 +292,11 @@ func (c *classifier) interpreter(name string, args []arg, cx cmdCtx) {
 		if kind != "shell" {
 			inline("program read from a stream " + p.script.s)
 		} else if p.script.word == nil || !c.procSubstSource(p.script.word) {
-			c.add(RiskDangerous, "pipe-to-shell", fmt.Sprintf("runs generated commands in a shell (%s %s)", name, p.script.s))
+			c.add(RiskDangerous, KeyPipeToShell, fmt.Sprintf("runs generated commands in a shell (%s %s)", name, p.script.s))
 		}
 	case p.script != nil:
 		if strings.HasPrefix(p.script.s, "http://") || strings.HasPrefix(p.script.s, "https://") {
-			c.add(RiskDangerous, "curl-pipe-shell", fmt.Sprintf("runs a downloaded script (%s %s)", name, p.script.s))
+			c.add(RiskDangerous, KeyCurlPipeShell, fmt.Sprintf("runs a downloaded script (%s %s)", name, p.script.s))
 		}
 		c.noteRan(p.script.s)
 	case p.stdin && kind != "shell":
@@ -323,7 +328,7 @@ func (c *classifier) procSubstSource(w *syntax.Word) bool {
 			return true
 		}
 	}
-	c.add(RiskDangerous, "pipe-to-shell", "runs generated commands in a shell (… <(…))")
+	c.add(RiskDangerous, KeyPipeToShell, "runs generated commands in a shell (… <(…))")
 	return true
 }
 
@@ -382,13 +387,13 @@ func shellInvocation(args []arg) (cmode bool, stdin bool, operands []arg) {
 func (c *classifier) makeCmd(args []arg) {
 	makefile := func(f arg) {
 		if f.s == "-" || fromStream(f) || strings.HasPrefix(f.s, "/dev/") && f.s != "/dev/null" {
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs make code that cannot be analysed (make -f %s)", f.s))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs make code that cannot be analysed (make -f %s)", f.s))
 			return
 		}
 		c.noteRan(f.s)
 	}
 	eval := func(v string) {
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("runs make code that cannot be analysed (make --eval %s)", v))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("runs make code that cannot be analysed (make --eval %s)", v))
 	}
 	for i := 0; i < len(args); i++ {
 		s := args[i].s
@@ -442,7 +447,7 @@ func (c *classifier) makeCmd(args []arg) {
 		case name == "SHELL" || name == ".SHELLFLAGS" || name == "MAKESHELL":
 			f := strings.Fields(val)
 			if name == ".SHELLFLAGS" || len(f) != 1 || !shells[commandName(f[0])] {
-				c.add(RiskDangerous, "exec-option", fmt.Sprintf("replaces the shell that runs make's recipes (make %s)", s))
+				c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("replaces the shell that runs make's recipes (make %s)", s))
 			}
 		}
 	}
@@ -452,7 +457,7 @@ func (c *classifier) makeCmd(args []arg) {
 // commands of their own language in options.
 func (c *classifier) editorLike(name string, args []arg) {
 	inline := func(why string) {
-		c.add(RiskDangerous, "inline-code", fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
+		c.add(RiskDangerous, KeyInlineCode, fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
 	}
 	for i := 0; i < len(args); i++ {
 		s := args[i].s
@@ -592,9 +597,12 @@ func (c *classifier) tmux(name string, args []arg) {
 
 // parallel runs its command (a shell string) once per argument.
 func (c *classifier) parallel(args []arg) {
-	_, rest, _ := parseOpts(args, optSpec{shortArg: "jSaIdENnLsPxX", longArg: []string{"jobs", "sshlogin", "arg-file", "joblog",
+	o, rest, _ := parseOpts(args, optSpec{shortArg: "jSaIdENnLsPxX", longArg: []string{"jobs", "sshlogin", "arg-file", "joblog",
 		"results", "delimiter", "tmpdir", "workdir", "wd", "colsep", "timeout", "max-args", "max-lines", "sshloginfile", "basefile",
 		"return", "retries", "delay", "memfree", "load", "tag-string", "tagstring", "env", "halt", "rpl"}})
+	if j, ok := o.get("j", "P", "--jobs"); ok && (strings.TrimLeft(j, "0") == "" || strings.HasSuffix(j, "%") && len(j) > 4) {
+		c.add(RiskDangerous, KeyResourceExhaustion, fmt.Sprintf("starts as many jobs as it can (parallel -j %s)", j))
+	}
 	var cmd, inputs []string
 	seen := false
 	for _, a := range rest {
@@ -640,7 +648,7 @@ func init() {
 			case fromStream(ops[0]) && cx.stdin != nil:
 				c.nested(cx.stdin.s)
 			case fromStream(ops[0]):
-				c.add(RiskDangerous, "pipe-to-shell", fmt.Sprintf("runs generated commands in a shell (%s %s)", name, ops[0].s))
+				c.add(RiskDangerous, KeyPipeToShell, fmt.Sprintf("runs generated commands in a shell (%s %s)", name, ops[0].s))
 			default:
 				c.noteRan(ops[0].s)
 			}

@@ -22,7 +22,7 @@ func (c *classifier) deleteTarget(t arg, via string) (dynamic bool) {
 	}
 	for _, p := range cands {
 		if c.critical(p, true) {
-			c.add(RiskHardline, "rm-root", fmt.Sprintf("recursive delete of a root, home or system directory (%s %s)", via, t.s))
+			c.add(RiskHardline, KeyRmRoot, fmt.Sprintf("recursive delete of a root, home or system directory (%s %s)", via, t.s))
 			return dynamic
 		}
 	}
@@ -34,13 +34,13 @@ func (c *classifier) deleteTarget(t arg, via string) (dynamic bool) {
 		up, contents := climb(a)
 		switch {
 		case up >= 3 && contents:
-			c.add(RiskHardline, "delete-ancestor",
+			c.add(RiskHardline, KeyDeleteAncestor,
 				fmt.Sprintf("recursive delete of a directory %d levels above the working directory (%s %s)", up, via, t.s))
 		case up >= 1 && contents:
-			c.add(RiskDangerous, "delete-ancestor",
+			c.add(RiskDangerous, KeyDeleteAncestor,
 				fmt.Sprintf("recursive delete of the working directory's parent (%s %s)", via, t.s))
 		case up >= 3:
-			c.add(RiskDangerous, "delete-ancestor",
+			c.add(RiskDangerous, KeyDeleteAncestor,
 				fmt.Sprintf("recursive delete %d levels above the working directory (%s %s)", up, via, t.s))
 		}
 	}
@@ -286,32 +286,82 @@ func (c *classifier) writeTarget(t arg, via string) {
 		switch {
 		case safeDevices[clean] || strings.HasPrefix(clean, "/dev/fd/") || strings.HasPrefix(clean, "/dev/pts/") || strings.HasPrefix(clean, "/dev/shm/"):
 		case blockDevices.MatchString(clean):
-			c.add(RiskHardline, "block-device-write", fmt.Sprintf("writes to block device %s (%s)", clean, via))
+			c.add(RiskHardline, KeyBlockDeviceWrite, fmt.Sprintf("writes to block device %s (%s)", clean, via))
 		default:
-			c.add(RiskDangerous, "device-write", fmt.Sprintf("writes to device %s (%s)", clean, via))
+			c.add(RiskDangerous, KeyDeviceWrite, fmt.Sprintf("writes to device %s (%s)", clean, via))
 		}
 		return
 	}
 	if strings.HasPrefix(norm, "/proc/") || strings.HasPrefix(norm, "/sys/") {
 		if clean := path.Clean(norm); clean == "/proc/sysrq-trigger" {
-			c.add(RiskHardline, "sysrq", fmt.Sprintf("writes to %s, which can reboot or crash the machine (%s)", clean, via))
+			c.add(RiskHardline, KeySysrq, fmt.Sprintf("writes to %s, which can reboot or crash the machine (%s)", clean, via))
 		} else {
-			c.add(RiskDangerous, "kernel-write", fmt.Sprintf("changes kernel settings (%s %s)", via, clean))
+			c.add(RiskDangerous, KeyKernelWrite, fmt.Sprintf("changes kernel settings (%s %s)", via, clean))
 		}
 		return
 	}
 	c.noteWritten(p)
 	switch {
 	case strings.HasPrefix(norm, "/etc/") || norm == "/etc" || strings.HasPrefix(norm, "/private/etc/"):
-		c.add(RiskDangerous, "write-etc", fmt.Sprintf("writes into /etc (%s %s)", via, p))
+		c.add(RiskDangerous, KeyWriteEtc, fmt.Sprintf("writes into /etc (%s %s)", via, p))
 	case hasComponent(norm, ".ssh"):
-		c.add(RiskDangerous, "write-ssh", fmt.Sprintf("writes into ~/.ssh (%s %s)", via, p))
+		c.add(RiskDangerous, KeyWriteSSH, fmt.Sprintf("writes into ~/.ssh (%s %s)", via, p))
 	case strings.HasSuffix(norm, ".gitconfig") || strings.HasSuffix(norm, ".git/config") || strings.Contains(norm, ".git/hooks/") ||
 		strings.HasSuffix(norm, ".config/git/config") || strings.HasSuffix(norm, ".git/hooks"):
-		c.add(RiskDangerous, "write-git-config", fmt.Sprintf("writes git configuration or hooks, which can run commands (%s %s)", via, p))
+		c.add(RiskDangerous, KeyWriteGitConfig, fmt.Sprintf("writes git configuration or hooks, which can run commands (%s %s)", via, p))
 	case rcFiles[norm[strings.LastIndexByte(norm, '/')+1:]]:
-		c.add(RiskDangerous, "write-shell-rc", fmt.Sprintf("writes to a shell startup file (%s %s)", via, p))
+		c.add(RiskDangerous, KeyWriteShellRC, fmt.Sprintf("writes to a shell startup file (%s %s)", via, p))
+	case persistent(norm):
+		c.add(RiskDangerous, KeyWritePersistence, fmt.Sprintf("writes where later logins or services run things (%s %s)", via, p))
 	}
+}
+
+// persistenceDirs are directories, relative to the home, whose contents
+// run later: user services, autostart entries, programs on $PATH.
+var persistenceDirs = []string{".config/systemd", ".local/share/systemd", ".config/autostart", ".local/bin", "bin",
+	".config/environment.d", "Library/LaunchAgents", ".config/upstart", ".xinitrc", ".xprofile", ".xsession", ".pam_environment"}
+
+// systemWriteDirs are system directories whose contents run or configure
+// the machine.
+var systemWriteDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/boot", "/var/spool/cron",
+	"/Library/LaunchAgents", "/Library/LaunchDaemons", "/opt"}
+
+// persistent reports whether a resolved path is inside a persistence or
+// system directory.
+func persistent(norm string) bool {
+	if rest, ok := strings.CutPrefix(norm, homeDir+"/"); ok {
+		for _, d := range persistenceDirs {
+			if rest == d || strings.HasPrefix(rest, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range systemWriteDirs {
+		if norm == d || strings.HasPrefix(norm, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// unpackInto flags a command that unpacks or patches files into dir: the
+// home directory itself, a dot-directory of it, the root or a system
+// directory, or a directory computed at run time (which may be any of
+// those). Below the working directory, the files land in the workspace.
+func (c *classifier) unpackInto(dir arg, via string) {
+	p := strings.TrimRight(dir.s, "/")
+	if p == "" && dir.s != "" {
+		p = "/"
+	}
+	a, ok := c.abs(p)
+	switch {
+	case dir.dyn && !onlyHome(dir.word) && !strings.HasPrefix(dir.s, "$PWD"):
+		c.add(RiskDangerous, KeyUnpackHome, fmt.Sprintf("unpacks files into a directory computed at run time (%s %s)", via, dir.s))
+	case ok && (a == homeDir || strings.HasPrefix(a, homeDir+"/.") || a == "/" || c.critical(p, true)):
+		c.add(RiskDangerous, KeyUnpackHome, fmt.Sprintf("unpacks files into the home or a system directory (%s %s)", via, dir.s))
+	}
+	c.writeTarget(arg{s: p + "/"}, via)
 }
 
 // writePath is the path that writeTarget judges for p: resolved against
@@ -337,7 +387,7 @@ func (c *classifier) emptied(t arg, what string) {
 	if t.s == "" || strings.HasPrefix(norm, "/dev/") || strings.HasPrefix(norm, "/proc/") || strings.HasPrefix(norm, "/sys/") {
 		return
 	}
-	c.add(RiskDangerous, "truncate", fmt.Sprintf("destroys file contents (%s)", what))
+	c.add(RiskDangerous, KeyTruncate, fmt.Sprintf("destroys file contents (%s)", what))
 }
 
 // outsideCwd reports whether path p is outside the starting directory:
@@ -365,6 +415,26 @@ func init() {
 		for _, t := range ops {
 			c.writeTarget(t, name)
 		}
-		c.add(RiskDangerous, name, fmt.Sprintf("destroys file contents (%s)", name))
+		k := KeyTruncate
+		if name == "shred" {
+			k = KeyShred
+		}
+		c.add(RiskDangerous, k, fmt.Sprintf("destroys file contents (%s)", name))
 	}, "truncate", "shred")
+	register(patch, "patch")
+}
+
+// patch writes the file it is given (patch FILE, -o OUT) or, without one,
+// the files the patch names, below -d DIR (or the working directory).
+func patch(c *classifier, name string, args []arg, cx cmdCtx) {
+	o, ops := parseAll(args, optSpec{shortArg: "BbDdFiopVYzrgx", longArg: []string{"prefix", "basename-prefix", "ifdef",
+		"directory", "fuzz", "input", "output", "strip", "version-control", "suffix", "reject-file", "get", "debug", "quoting-style", "read-only"}})
+	if out, ok := o.get("o", "--output"); ok {
+		c.writeTarget(arg{s: out}, name)
+	} else if len(ops) > 0 {
+		c.writeTarget(ops[0], name)
+	}
+	if d, ok := o.get("d", "--directory"); ok {
+		c.unpackInto(arg{s: d}, name+" -d")
+	}
 }

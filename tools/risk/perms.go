@@ -34,15 +34,16 @@ func (c *classifier) chmod(args []arg) {
 	if recursive {
 		for _, t := range targets {
 			if c.criticalAny(t, false) {
-				c.add(RiskHardline, "chmod-root", fmt.Sprintf("recursive permission change of the root or a system directory (chmod -R %s)", t.s))
+				c.add(RiskHardline, KeyChmodRoot, fmt.Sprintf("recursive permission change of the root or a system directory (chmod -R %s)", t.s))
 			}
 		}
 	}
+	c.permsProtected("chmod", targets)
 	if worldWritable(mode) {
-		c.add(RiskDangerous, "chmod-world-writable", fmt.Sprintf("makes files world-writable (chmod %s)", mode))
+		c.add(RiskDangerous, KeyChmodWorldWritable, fmt.Sprintf("makes files world-writable (chmod %s)", mode))
 	}
 	if recursive {
-		c.add(RiskDangerous, "chmod-recursive", "recursive permission change (chmod -R)")
+		c.add(RiskDangerous, KeyChmodRecursive, "recursive permission change (chmod -R)")
 	}
 }
 
@@ -109,18 +110,32 @@ func (c *classifier) chown(name string, args []arg) {
 	if !ref && len(ops) > 0 {
 		targets = ops[1:]
 	}
+	c.permsProtected(name, targets)
 	if !recursive {
 		return
 	}
 	for _, t := range targets {
 		if c.criticalAny(t, false) {
-			c.add(RiskHardline, "chown-root", fmt.Sprintf("recursive ownership change of the root or a system directory (%s -R %s)", name, t.s))
+			c.add(RiskHardline, KeyChownRoot, fmt.Sprintf("recursive ownership change of the root or a system directory (%s -R %s)", name, t.s))
 		}
 	}
-	c.add(RiskDangerous, "chown-recursive", fmt.Sprintf("recursive ownership change (%s -R)", name))
+	c.add(RiskDangerous, KeyChownRecursive, fmt.Sprintf("recursive ownership change (%s -R)", name))
 }
 
 func init() {
 	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.chmod(args) }, "chmod")
 	register(func(c *classifier, name string, args []arg, _ cmdCtx) { c.chown(name, args) }, "chown", "chgrp")
+}
+
+// permsProtected flags a permission or ownership change of the home
+// directory, a file or directory under one of its dot-directories
+// (~/.ssh, ~/.config), or a top-level system directory.
+func (c *classifier) permsProtected(name string, targets []arg) {
+	for _, t := range targets {
+		a, ok := c.abs(t.s)
+		if ok && (a == homeDir || strings.HasPrefix(a, homeDir+"/.")) || c.criticalAny(t, true) {
+			c.add(RiskDangerous, KeyPermsHome, fmt.Sprintf("changes permissions or ownership of the home, its dot-files or a system directory (%s %s)", name, t.s))
+			return
+		}
+	}
 }

@@ -24,11 +24,16 @@ func (c *classifier) kill(args []arg) {
 		i++
 	}
 	for ; i < len(args); i++ {
-		switch args[i].s {
+		a := args[i]
+		if a.dyn && !c.ownJob(a) {
+			c.add(RiskDangerous, KeyKillOther, fmt.Sprintf("signals a process named at run time, which it may not have started (kill %s)", a.s))
+			continue
+		}
+		switch a.s {
 		case "-1":
-			c.add(RiskDangerous, "kill-all", "signals every process you may signal (kill -1)")
+			c.add(RiskDangerous, KeyKillAll, "signals every process you may signal (kill -1)")
 		case "1":
-			c.add(RiskDangerous, "kill-all", "signals init (kill 1)")
+			c.add(RiskDangerous, KeyKillAll, "signals init (kill 1)")
 		}
 	}
 }
@@ -36,6 +41,20 @@ func (c *classifier) kill(args []arg) {
 func init() {
 	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.kill(args) }, "kill")
 	register(func(c *classifier, name string, _ []arg, _ cmdCtx) {
-		c.add(RiskDangerous, "pkill", fmt.Sprintf("kills processes by name (%s)", name))
+		c.add(RiskDangerous, KeyPkill, fmt.Sprintf("kills processes by name (%s)", name))
 	}, "pkill", "killall", "killall5")
+}
+
+// ownJob reports whether a kill operand names a job the command itself
+// started: $! or $$ (or -$$, its process group), a variable assigned from
+// $! earlier in the command, or a job spec (%1).
+func (c *classifier) ownJob(a arg) bool {
+	s := strings.TrimPrefix(a.s, "-")
+	switch {
+	case s == "$!" || s == "$$" || strings.HasPrefix(s, "%"):
+		return true
+	case strings.HasPrefix(s, "$") && c.jobVars[s[1:]]:
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package risk
 
 import (
 	"fmt"
+	"mvdan.cc/sh/v3/syntax"
 	"strings"
 )
 
@@ -39,7 +40,7 @@ func (c *classifier) rm(args []arg, cx cmdCtx) {
 	dynamic, dynText := cx.xargs, "xargs rm -r"
 	if recursive {
 		if noPreserve {
-			c.add(RiskHardline, "rm-root", "recursive delete with --no-preserve-root")
+			c.add(RiskHardline, KeyRmRoot, "recursive delete with --no-preserve-root")
 		}
 		for _, t := range targets {
 			if c.deleteTarget(t, "rm -r") && !dynamic {
@@ -49,19 +50,44 @@ func (c *classifier) rm(args []arg, cx cmdCtx) {
 	}
 	switch {
 	case recursive && dynamic:
-		c.add(RiskDangerous, "rm-recursive-dynamic", fmt.Sprintf("recursive delete of a path computed at run time (%s)", dynText))
+		c.add(RiskDangerous, KeyRmRecursiveDynamic, fmt.Sprintf("recursive delete of a path computed at run time (%s)", dynText))
 	case recursive && force:
-		c.add(RiskDangerous, "rm-recursive", "recursive forced delete (rm -rf)")
+		c.add(RiskDangerous, KeyRmRecursive, "recursive forced delete (rm -rf)")
 	case recursive:
-		c.add(RiskDangerous, "rm-recursive", "recursive delete (rm -r)")
+		c.add(RiskDangerous, KeyRmRecursive, "recursive delete (rm -r)")
 	case computed:
-		c.add(RiskDangerous, "rm-computed-args", "rm with options computed at run time")
+		c.add(RiskDangerous, KeyRmComputedArgs, "rm with options computed at run time")
 		if force {
-			c.add(RiskDangerous, "rm-force", "forced delete (rm -f)")
+			c.add(RiskDangerous, KeyRmForce, "forced delete (rm -f)")
 		}
 	case force:
-		c.add(RiskDangerous, "rm-force", "forced delete (rm -f)")
+		c.add(RiskDangerous, KeyRmForce, "forced delete (rm -f)")
 	}
+	if !recursive {
+		for _, t := range targets {
+			if globbed(t.word) {
+				c.add(RiskDangerous, KeyRmGlob, fmt.Sprintf("deletes every file a glob matches (rm %s)", t.s))
+				break
+			}
+		}
+	}
+}
+
+// globbed reports whether an unquoted part of w holds a glob (*, ?, […]),
+// so that the word may stand for many files.
+func globbed(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "*?[") {
+			return true
+		}
+		if _, ok := p.(*syntax.ExtGlob); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *classifier) find(args []arg) {
@@ -98,9 +124,13 @@ func (c *classifier) find(args []arg) {
 			}
 			inner := args[i+1 : j]
 			if len(inner) > 0 {
-				switch resolve(inner).name {
+				switch n := resolve(inner).name; n {
 				case "rm", "unlink", "shred":
 					del = true
+				case "chmod":
+					c.add(RiskDangerous, KeyChmodRecursive, "changes the permissions of every file find matches (find -exec chmod)")
+				case "chown", "chgrp":
+					c.add(RiskDangerous, KeyChownRecursive, fmt.Sprintf("changes the ownership of every file find matches (find -exec %s)", n))
 				}
 				c.command(inner, cmdCtx{})
 			}
@@ -111,14 +141,14 @@ func (c *classifier) find(args []arg) {
 		return
 	}
 	if len(paths) == 0 && c.critical(".", true) {
-		c.add(RiskHardline, "find-root-delete", "find deleting from a root, home or system directory")
+		c.add(RiskHardline, KeyFindRootDelete, "find deleting from a root, home or system directory")
 	}
 	for _, p := range paths {
 		if c.criticalAny(p, true) {
-			c.add(RiskHardline, "find-root-delete", fmt.Sprintf("find deleting from a root, home or system directory (find %s -delete)", p.s))
+			c.add(RiskHardline, KeyFindRootDelete, fmt.Sprintf("find deleting from a root, home or system directory (find %s -delete)", p.s))
 		}
 	}
-	c.add(RiskDangerous, "find-delete", "deletes the files find matches (find -delete / -exec rm)")
+	c.add(RiskDangerous, KeyFindDelete, "deletes the files find matches (find -delete / -exec rm)")
 }
 
 func init() {

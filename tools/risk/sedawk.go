@@ -12,7 +12,7 @@ func (c *classifier) awk(name string, args []arg) {
 	var progs []arg
 	haveProg, sandbox := false, false
 	inline := func(why string) {
-		c.add(RiskDangerous, "inline-code", fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
+		c.add(RiskDangerous, KeyInlineCode, fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
 	}
 	progFile := func(f arg) {
 		haveProg = true
@@ -48,7 +48,7 @@ loop:
 			case longMatch(o, "file", 2), longMatch(o, "exec", 2), longMatch(o, "include", 2):
 				progFile(value())
 			case longMatch(o, "load", 2):
-				c.add(RiskDangerous, "exec-option", fmt.Sprintf("loads an extension that cannot be analysed (%s --load)", name))
+				c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("loads an extension that cannot be analysed (%s --load)", name))
 				value()
 			case longMatch(o, "field-separator", 2), longMatch(o, "assign", 2):
 				value()
@@ -82,7 +82,7 @@ loop:
 					progs = append(progs, v)
 					haveProg = true
 				case 'l':
-					c.add(RiskDangerous, "exec-option", fmt.Sprintf("loads an extension that cannot be analysed (%s -l)", name))
+					c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("loads an extension that cannot be analysed (%s -l)", name))
 				case 'W':
 					if strings.HasPrefix(v.s, "exec") || strings.HasPrefix(v.s, "e=") {
 						haveProg = true
@@ -241,15 +241,15 @@ func (c *classifier) sed(args []arg) {
 	deletesAll := false
 	for _, sc := range scripts {
 		if sc.dyn && !sandbox {
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("sed script computed at run time may run commands (sed %s)", sc.s))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("sed script computed at run time may run commands (sed %s)", sc.s))
 		}
 		info := sedScan(sc.s)
 		switch {
 		case sandbox:
 		case !info.ok:
-			c.add(RiskDangerous, "exec-option", fmt.Sprintf("sed script that cannot be analysed may run commands (sed %s)", sc.s))
+			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("sed script that cannot be analysed may run commands (sed %s)", sc.s))
 		case info.execSpace:
-			c.add(RiskDangerous, "exec-option", "sed runs the text it edits as a command (e / s///e)")
+			c.add(RiskDangerous, KeyExecOption, "sed runs the text it edits as a command (e / s///e)")
 		}
 		if !sandbox {
 			for _, cmd := range info.exec {
@@ -265,12 +265,12 @@ func (c *classifier) sed(args []arg) {
 		return
 	}
 	if deletesAll {
-		c.add(RiskDangerous, "sed-in-place", "empties files in place (sed -i d)")
+		c.add(RiskDangerous, KeySedInPlace, "empties files in place (sed -i d)")
 	}
 	for _, f := range files {
 		c.writeTarget(f, "sed -i")
 		if c.outsideCwd(f.s) {
-			c.add(RiskDangerous, "sed-in-place", fmt.Sprintf("edits files outside the working directory in place (sed -i … %s)", f.s))
+			c.add(RiskDangerous, KeySedInPlace, fmt.Sprintf("edits files outside the working directory in place (sed -i … %s)", f.s))
 		}
 	}
 }
@@ -278,7 +278,7 @@ func (c *classifier) sed(args []arg) {
 // sedFile notes a sed script file; one read from a stream cannot be analysed.
 func (c *classifier) sedFile(f arg) {
 	if fromStream(f) || f.s == "" {
-		c.add(RiskDangerous, "exec-option", fmt.Sprintf("sed script read from a stream may run commands (sed -f %s)", f.s))
+		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("sed script read from a stream may run commands (sed -f %s)", f.s))
 		return
 	}
 	c.noteRan(f.s)
