@@ -9,7 +9,7 @@ var (
 	curlSpec = optSpec{shortArg: "AbcdDeEFHKmoPQrTuUwxXyYz", longArg: []string{"output", "output-dir", "data", "data-raw",
 		"data-binary", "data-urlencode", "form", "header", "request", "user-agent", "referer", "user", "proxy",
 		"upload-file", "range", "write-out", "config", "cookie", "cookie-jar", "dump-header", "max-time",
-		"connect-timeout", "retry", "url", "cacert", "cert", "key"}}
+		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file"}}
 	wgetSpec = optSpec{shortArg: "aABDeiIlOoPQRtTUwX", longArg: []string{"output-document", "output-file",
 		"append-output", "directory-prefix", "tries", "timeout", "user-agent", "execute", "input-file", "wait",
 		"quota", "level", "accept", "reject", "domains", "header", "user", "password", "post-data", "post-file",

@@ -281,6 +281,10 @@ func (c *classifier) writeTarget(t arg, via string) {
 		return
 	}
 	norm := c.writePath(p)
+	if strings.HasPrefix(norm, "/dev/tcp/") || strings.HasPrefix(norm, "/dev/udp/") {
+		c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends data off the machine through %s (%s)", norm, via))
+		return
+	}
 	if strings.HasPrefix(norm, "/dev/") {
 		clean := path.Clean(norm)
 		switch {
@@ -422,6 +426,7 @@ func init() {
 		c.add(RiskDangerous, k, fmt.Sprintf("destroys file contents (%s)", name))
 	}, "truncate", "shred")
 	register(patch, "patch")
+	register(sshKeygen, "ssh-keygen")
 }
 
 // patch writes the file it is given (patch FILE, -o OUT) or, without one,
@@ -436,5 +441,14 @@ func patch(c *classifier, name string, args []arg, cx cmdCtx) {
 	}
 	if d, ok := o.get("d", "--directory"); ok {
 		c.unpackInto(arg{s: d}, name+" -d")
+	}
+}
+
+// sshKeygen writes the key pair named by -f when it generates or changes
+// keys (not when it lists, prints or looks them up).
+func sshKeygen(c *classifier, name string, args []arg, _ cmdCtx) {
+	o, _ := parseAll(args, optSpec{shortArg: "abCDEfFIJjKmMNnOPrSstVwYzZ"})
+	if f, ok := o.get("f"); ok && !o.has("l", "y", "F", "R", "H", "L", "K", "Q", "B", "D") {
+		c.writeTarget(arg{s: f}, name+" -f")
 	}
 }

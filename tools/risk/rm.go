@@ -7,7 +7,7 @@ import (
 )
 
 func (c *classifier) rm(args []arg, cx cmdCtx) {
-	var recursive, force, noPreserve, computed bool
+	var recursive, force, noPreserve, computed, interactive bool
 	var targets []arg
 	end := false
 	for _, a := range args {
@@ -25,12 +25,14 @@ func (c *classifier) rm(args []arg, cx cmdCtx) {
 			recursive = recursive || longMatch(o, "recursive", 1)
 			force = force || longMatch(o, "force", 1)
 			noPreserve = noPreserve || longMatch(o, "no-preserve-root", 1)
+			interactive = interactive || longMatch(o, "interactive", 3) && !strings.HasSuffix(s, "=never")
 		case len(s) > 1 && s[0] == '-':
 			if a.dyn {
 				computed = true
 			}
 			recursive = recursive || strings.ContainsAny(s[1:], "rR")
 			force = force || strings.ContainsRune(s[1:], 'f')
+			interactive = interactive || strings.ContainsRune(s[1:], 'i')
 		default:
 			targets = append(targets, a)
 		}
@@ -63,7 +65,8 @@ func (c *classifier) rm(args []arg, cx cmdCtx) {
 	case force:
 		c.add(RiskDangerous, KeyRmForce, "forced delete (rm -f)")
 	}
-	if !recursive {
+	if !recursive && (!interactive || force) {
+		// rm -i asks for each file, and the terminal's input is closed.
 		for _, t := range targets {
 			if globbed(t.word) {
 				c.add(RiskDangerous, KeyRmGlob, fmt.Sprintf("deletes every file a glob matches (rm %s)", t.s))

@@ -44,9 +44,10 @@ var systemCLIs = map[string]verbCLI{
 	"nft":               {spec: optSpec{shortArg: "fIc"}, rules: join(verbs(KeySystemState, "changes firewall rules", "add", "delete", "destroy", "flush", "insert", "replace", "create", "reset", "rename"), []verbRule{{key: KeySystemState, what: "changes firewall rules", flags: []string{"f", "--file"}}})},
 	"ufw":               {rules: verbs(KeySystemState, "changes firewall rules", "enable", "disable", "reset", "allow", "deny", "reject", "limit", "delete", "insert", "default", "route", "reload", "prepend")},
 	"firewall-cmd":      {rules: []verbRule{{key: KeySystemState, what: "changes firewall rules", flags: []string{"--add-service", "--remove-service", "--add-port", "--remove-port", "--reload", "--complete-reload", "--set-default-zone", "--add-rich-rule", "--remove-rich-rule", "--panic-on", "--runtime-to-permanent", "--add-source", "--remove-source", "--add-interface", "--remove-interface", "--change-interface", "--add-masquerade", "--add-forward-port"}}}},
-	"ip": {spec: optSpec{shortArg: "bnN", longArg: []string{"batch", "netns", "family", "rcvbuf", "loops"}},
-		rules: join(verbs(KeySystemState, "changes network links, addresses or routes", "* add", "* del", "* delete", "* set", "* change", "* replace", "* flush", "* append", "* attach", "* detach"),
-			[]verbRule{{key: KeySystemState, what: "changes network links, addresses or routes", flags: []string{"b", "--batch"}}})},
+	// ip spells its options with one dash (-br, -batch): only -n NETNS
+	// takes a value that could be read as an object.
+	"ip": {spec: optSpec{shortArg: "n"},
+		rules: verbs(KeySystemState, "changes network links, addresses or routes", "* add", "* del", "* delete", "* set", "* change", "* replace", "* flush", "* append", "* attach", "* detach")},
 	"ifconfig":            {rules: verbs(KeySystemState, "changes network links", "* *")},
 	"ifdown":              {rules: verbs(KeySystemState, "changes network links", "*")},
 	"ifup":                {rules: verbs(KeySystemState, "changes network links", "*")},
