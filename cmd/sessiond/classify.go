@@ -41,6 +41,11 @@ Exit codes: 0 every command was rated (whatever its risk); 1 standard input
 or output failed; 2 bad flags.
 
 Flags:
+  --home DIR
+    	the daemon's home, which commands may not touch without approval
+    	(default as sessiond resolves it)
+  --rules-md
+    	print the rules as the Markdown of docs/risk-rules.md and exit
 `
 
 // classifyLine is one line of "sessiond classify" output.
@@ -55,19 +60,9 @@ type classifyLine struct {
 func classifyMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sessiond classify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	home := fs.String("home", "", "the daemon's home, protected like the daemon protects it (default as sessiond)")
-	rulesMD := fs.Bool("rules-md", false, "print the rules as the Markdown of docs/risk-rules.md and exit")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, classifyUsage)
-		fs.VisitAll(func(f *flag.Flag) {
-			arg, text := flag.UnquoteUsage(f)
-			fmt.Fprintf(stderr, "  --%s", f.Name)
-			if arg != "" {
-				fmt.Fprintf(stderr, " %s", arg)
-			}
-			fmt.Fprintf(stderr, "\n    \t%s\n", text)
-		})
-	}
+	home := fs.String("home", "", "the daemon's home (see classifyUsage)")
+	rulesMD := fs.Bool("rules-md", false, "print docs/risk-rules.md (see classifyUsage)")
+	fs.Usage = func() { fmt.Fprint(stderr, classifyUsage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -70,11 +70,7 @@ func (c *classifier) tar(args []arg) {
 				ch := s[j]
 				extract = extract || ch == 'x'
 				if strings.IndexByte("fCIFTXbgKLNVH", ch) >= 0 {
-					v := arg{s: s[j+1:]}
-					if v.s == "" && i+1 < len(args) {
-						i++
-						v = args[i]
-					}
+					v := clusterValue(args, &i, j)
 					short(ch, v)
 					break
 				}

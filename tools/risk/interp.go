@@ -414,11 +414,7 @@ func (c *classifier) makeCmd(args []arg) {
 			for j := 1; j < len(s); j++ {
 				ch := s[j]
 				if strings.IndexByte("EfCIoW", ch) >= 0 {
-					v := arg{s: s[j+1:]}
-					if v.s == "" && i+1 < len(args) {
-						i++
-						v = args[i]
-					}
+					v := clusterValue(args, &i, j)
 					switch ch {
 					case 'E':
 						eval(v.s)

@@ -8,25 +8,17 @@ import (
 
 func (c *classifier) chmod(args []arg) {
 	var recursive, ref bool
-	var ops []arg
-	end := false
-	for _, a := range args {
-		s := a.s
-		switch {
-		case end || a.dynStart:
-			ops = append(ops, a)
-		case s == "--":
-			end = true
-		case strings.HasPrefix(s, "--"):
-			o, _, _ := strings.Cut(s[2:], "=")
-			recursive = recursive || longMatch(o, "recursive", 3)
-			ref = ref || longMatch(o, "reference", 3)
-		case len(s) > 1 && s[0] == '-' && strings.Trim(s[1:], "Rcfv") == "":
-			recursive = recursive || strings.ContainsRune(s, 'R')
-		default:
-			ops = append(ops, a) // includes modes such as -w
+	ops := flagScan(args, func(o, _ string, _ bool) bool {
+		recursive = recursive || longMatch(o, "recursive", 3)
+		ref = ref || longMatch(o, "reference", 3)
+		return false
+	}, func(a arg) bool {
+		if strings.Trim(a.s[1:], "Rcfv") != "" {
+			return false // a mode such as -w
 		}
-	}
+		recursive = recursive || strings.ContainsRune(a.s, 'R')
+		return true
+	})
 	mode, targets := "", ops
 	if !ref && len(ops) > 0 {
 		mode, targets = ops[0].s, ops[1:]
@@ -83,29 +75,14 @@ func worldWritable(mode string) bool {
 
 func (c *classifier) chown(name string, args []arg) {
 	var recursive, ref bool
-	var ops []arg
-	end := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		s := a.s
-		switch {
-		case end || a.dynStart:
-			ops = append(ops, a)
-		case s == "--":
-			end = true
-		case strings.HasPrefix(s, "--"):
-			o, _, hasVal := strings.Cut(s[2:], "=")
-			recursive = recursive || longMatch(o, "recursive", 3)
-			ref = ref || longMatch(o, "reference", 3)
-			if longMatch(o, "from", 2) && !hasVal {
-				i++
-			}
-		case len(s) > 1 && s[0] == '-':
-			recursive = recursive || strings.ContainsRune(s, 'R')
-		default:
-			ops = append(ops, a)
-		}
-	}
+	ops := flagScan(args, func(o, _ string, _ bool) bool {
+		recursive = recursive || longMatch(o, "recursive", 3)
+		ref = ref || longMatch(o, "reference", 3)
+		return longMatch(o, "from", 2)
+	}, func(a arg) bool {
+		recursive = recursive || strings.ContainsRune(a.s, 'R')
+		return true
+	})
 	targets := ops
 	if !ref && len(ops) > 0 {
 		targets = ops[1:]

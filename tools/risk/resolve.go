@@ -521,3 +521,47 @@ func isAssignment(s string) bool {
 	}
 	return true
 }
+
+// flagScan reads a coreutils-style command line (rm, chmod, chown):
+// options and operands in any order, up to "--". long gets a long
+// option's name (without dashes), its value and whether it had one, and
+// returns whether the next argument is its value; short gets an option
+// cluster and returns false when the word is an operand after all
+// (chmod -w is a mode). A word that begins with a run-time expansion is
+// an operand.
+func flagScan(args []arg, long func(name, val string, hasVal bool) (next bool), short func(a arg) (isOpt bool)) (ops []arg) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		s := a.s
+		switch {
+		case a.dynStart:
+			ops = append(ops, a)
+		case s == "--":
+			return append(ops, args[i+1:]...)
+		case strings.HasPrefix(s, "--"):
+			name, val, hasVal := strings.Cut(s[2:], "=")
+			if long(name, val, hasVal) && !hasVal {
+				i++
+			}
+		case len(s) > 1 && s[0] == '-' && short(a):
+		default:
+			ops = append(ops, a)
+		}
+	}
+	return ops
+}
+
+// clusterValue returns the value of the short option at index j of the
+// cluster args[*i] (-fFILE, -f FILE): the rest of the cluster, or the next
+// argument, which it consumes by advancing *i.
+func clusterValue(args []arg, i *int, j int) arg {
+	a := args[*i]
+	if v := a.s[j+1:]; v != "" {
+		return arg{s: v, dyn: a.dyn, word: a.word}
+	}
+	if *i+1 < len(args) {
+		*i++
+		return args[*i]
+	}
+	return arg{}
+}

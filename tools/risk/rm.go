@@ -8,34 +8,21 @@ import (
 
 func (c *classifier) rm(args []arg, cx cmdCtx) {
 	var recursive, force, noPreserve, computed, interactive bool
-	var targets []arg
-	end := false
-	for _, a := range args {
-		s := a.s
-		switch {
-		case end:
-			targets = append(targets, a)
-		case a.dynStart:
-			computed = true // may expand to -rf
-			targets = append(targets, a)
-		case s == "--":
-			end = true
-		case strings.HasPrefix(s, "--"):
-			o, _, _ := strings.Cut(s[2:], "=")
-			recursive = recursive || longMatch(o, "recursive", 1)
-			force = force || longMatch(o, "force", 1)
-			noPreserve = noPreserve || longMatch(o, "no-preserve-root", 1)
-			interactive = interactive || longMatch(o, "interactive", 3) && !strings.HasSuffix(s, "=never")
-		case len(s) > 1 && s[0] == '-':
-			if a.dyn {
-				computed = true
-			}
-			recursive = recursive || strings.ContainsAny(s[1:], "rR")
-			force = force || strings.ContainsRune(s[1:], 'f')
-			interactive = interactive || strings.ContainsRune(s[1:], 'i')
-		default:
-			targets = append(targets, a)
-		}
+	targets := flagScan(args, func(o, val string, _ bool) bool {
+		recursive = recursive || longMatch(o, "recursive", 1)
+		force = force || longMatch(o, "force", 1)
+		noPreserve = noPreserve || longMatch(o, "no-preserve-root", 1)
+		interactive = interactive || longMatch(o, "interactive", 3) && val != "never"
+		return false
+	}, func(a arg) bool {
+		computed = computed || a.dyn
+		recursive = recursive || strings.ContainsAny(a.s[1:], "rR")
+		force = force || strings.ContainsRune(a.s[1:], 'f')
+		interactive = interactive || strings.ContainsRune(a.s[1:], 'i')
+		return true
+	})
+	for _, t := range targets {
+		computed = computed || t.dynStart // may expand to -rf
 	}
 	// dynamic: some target is computed at run time, so that no approval
 	// given to a literal "rm -rf build" may cover it.

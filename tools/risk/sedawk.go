@@ -70,11 +70,7 @@ loop:
 				if strings.IndexByte("FvfeEilW", ch) < 0 {
 					continue
 				}
-				v := arg{s: s[j+1:], dyn: a.dyn, word: a.word}
-				if v.s == "" && i+1 < len(args) {
-					i++
-					v = args[i]
-				}
+				v := clusterValue(args, &i, j)
 				switch ch {
 				case 'f', 'E', 'i':
 					progFile(v)
@@ -214,11 +210,7 @@ func (c *classifier) sed(args []arg) {
 			if ch != 'e' && ch != 'f' && ch != 'l' {
 				continue
 			}
-			v := arg{s: s[j+1:], dyn: a.dyn, word: a.word}
-			if v.s == "" && i+1 < len(args) {
-				i++
-				v = args[i]
-			}
+			v := clusterValue(args, &i, j)
 			switch ch {
 			case 'e':
 				scripts = append(scripts, v)
