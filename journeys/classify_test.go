@@ -3,6 +3,7 @@ package journeys
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,52 @@ func TestClassifyCommandFlags(t *testing.T) {
 	md, err := exec.Command(bin, "classify", "--rules-md").Output()
 	if err != nil || !strings.Contains(string(md), "| `rm-recursive` | dangerous |") {
 		t.Errorf("--rules-md: err %v, output %.300s", err, md)
+	}
+}
+
+// The daemon protects its own home, wherever it is: a command that reads
+// its token (daemon.json) waits for a person in manual mode, with the
+// sessiond-home rule as its pattern, and does not run when denied.
+func TestDaemonHomeNeedsApproval(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	home := filepath.Join(t.TempDir(), "custom home")
+	out := filepath.Join(t.TempDir(), "stolen")
+	cmd := "cp '" + filepath.Join(home, "daemon.json") + "' '" + out + "'"
+	m.On("read the token", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("terminal", jsonArgs(map[string]string{"command": cmd}))}}, fixtures.Reply{Text: "done"})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Home: home, Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual}")})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": t.TempDir()})
+	resume(t, c, s.SessionID)
+
+	r := submit(t, c, s.SessionID, "token-1", "read the token")
+	e := c.WaitEvent(t, wait, func(e fixtures.Event) bool {
+		return e.Type == "prompt.opened" && e.AdmissionID == r.AdmissionID
+	})
+	var opened struct {
+		Prompt struct {
+			prompt
+			Payload struct {
+				Risk    string `json:"risk"`
+				Pattern string `json:"pattern"`
+				Reason  string `json:"reason"`
+			} `json:"payload"`
+		} `json:"prompt"`
+	}
+	if err := json.Unmarshal(e.Payload, &opened); err != nil {
+		t.Fatal(err)
+	}
+	p := opened.Prompt
+	if p.Kind != "approval" || p.Payload.Risk != "dangerous" || p.Payload.Pattern != "sessiond-home" || !strings.Contains(p.Payload.Reason, "sessiond's home") {
+		t.Fatalf("prompt = %+v; want an approval for sessiond-home", p)
+	}
+	if err := c.Call(ctxT(t), "approval.respond", map[string]any{"session_id": s.SessionID, "prompt_id": p.PromptID,
+		"execution_generation": p.ExecutionGeneration, "choice": "deny"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitTurn(t, c, r.AdmissionID); got != "completed" {
+		t.Fatalf("outcome %s", got)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("the denied command ran: %v", err)
 	}
 }
