@@ -162,6 +162,9 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 				c.sqlShell(name, a.s)
 			}
 		}
+		if lenient && cx.stdinFile != nil {
+			c.noteRan(cx.stdinFile.s) // SQL written and fed to the client by the same command
+		}
 		if lenient && cx.stdin != nil {
 			c.sqlScan(cx.stdin.s, true)
 			c.sqlShell(name, cx.stdin.s)
@@ -291,6 +294,7 @@ func (c *classifier) assign(a *syntax.Assign) {
 		return
 	}
 	v := renderString(a.Value)
+	c.aliasesDaemonCLI(a.Name.Value, v.s)
 	if v.s == "$!" && len(c.jobVars) < maxFileNotes {
 		if c.jobVars == nil {
 			c.jobVars = map[string]bool{}

@@ -30,10 +30,13 @@ func init() {
 	register(sessionctl, "sessionctl")
 }
 
-// sessionctl flags the verbs that answer or steer sessions.
-func sessionctl(c *classifier, _ string, args []arg, _ cmdCtx) {
+// sessionctl flags the verbs that answer or steer sessions, and verbs it
+// cannot see (computed at run time, or read by xargs).
+func sessionctl(c *classifier, _ string, args []arg, cx cmdCtx) {
 	_, ops := parseAll(args, optSpec{longArg: []string{"home", "timeout", "choice", "generation", "cwd", "title", "model", "input-id"}})
 	switch {
+	case cx.xargs && len(ops) == 0:
+		c.add(RiskDangerous, KeySessiondControl, "sessionctl verb read from its input (xargs sessionctl): only a person may answer sessiond's prompts")
 	case len(ops) == 0:
 	case ops[0].dyn:
 		c.add(RiskDangerous, KeySessiondControl, fmt.Sprintf("sessionctl verb computed at run time (sessionctl %s): only a person may answer sessiond's prompts", ops[0].s))
@@ -54,11 +57,15 @@ func (c *classifier) daemonFiles(name string, words []arg) {
 	}
 }
 
+// defaultHome is sessiond's default home as the classifier spells paths.
+const defaultHome = homeDir + "/.local/state/sessiond"
+
 // protectedPath flags a word naming a path inside a protected directory:
-// the word itself, or the value of an option or assignment (--f=PATH).
+// the word itself, or the value of an option or assignment (--f=PATH),
+// resolved against the working directory that cd has reached.
 func (c *classifier) protectedPath(a arg) {
 	s := a.s
-	if len(s) < 2 {
+	if s == "" {
 		return
 	}
 	for _, m := range defaultHomeMarks {
@@ -67,8 +74,8 @@ func (c *classifier) protectedPath(a arg) {
 			return
 		}
 	}
-	if len(c.protected) == 0 || !strings.ContainsAny(s, "/~$") {
-		return
+	if !strings.ContainsAny(s, "/~$") && !strings.HasPrefix(c.dir.cwd.dir, "/") {
+		return // relative to the starting directory, which is the workspace
 	}
 	cands := []string{s}
 	if _, v, ok := strings.Cut(s, "="); ok {
@@ -79,13 +86,38 @@ func (c *classifier) protectedPath(a arg) {
 		if !ok || abs == "" || abs[0] != '/' {
 			continue
 		}
-		for _, dir := range c.protected {
-			if abs == dir || strings.HasPrefix(abs, dir+"/") || strings.HasPrefix(dir, path.Clean(strings.TrimSuffix(abs, "*"))+"/") && hasGlob(p) {
-				c.add(RiskDangerous, KeySessiondHome, fmt.Sprintf("touches sessiond's home, which holds its token and state (%s)", s))
-				return
-			}
+		if c.insideProtected(abs, hasGlob(p)) {
+			c.add(RiskDangerous, KeySessiondHome, fmt.Sprintf("touches sessiond's home, which holds its token and state (%s)", s))
+			return
 		}
 	}
+}
+
+// insideProtected reports whether abs is a protected directory or inside
+// one; a glob is inside when its components match those of a protected
+// directory (~/.local/state/*/daemon.json).
+func (c *classifier) insideProtected(abs string, glob bool) bool {
+	for _, dir := range c.protected {
+		if abs == dir || strings.HasPrefix(abs, dir+"/") || glob && globReaches(abs, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// globReaches reports whether the glob pattern p, as a path, matches dir
+// or a path inside it, component by component.
+func globReaches(p, dir string) bool {
+	pc, dc := strings.Split(p, "/"), strings.Split(dir, "/")
+	if len(pc) < len(dc) {
+		return false
+	}
+	for i := range dc {
+		if ok, _ := path.Match(pc[i], dc[i]); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // mentionsDaemonCLI reports whether a word names the daemon's CLI: its
@@ -106,4 +138,12 @@ func mentionsDaemonCLI(a arg) bool {
 		}
 	})
 	return found
+}
+
+// aliasesDaemonCLI flags an alias or variable that names the daemon's CLI
+// (alias sc=sessionctl), which hides its verbs from later words.
+func (c *classifier) aliasesDaemonCLI(name, value string) {
+	if f := strings.Fields(value); len(f) > 0 && daemonCLIs[fileBase(f[0])] {
+		c.add(RiskDangerous, KeySessiondControl, fmt.Sprintf("gives sessiond's CLI another name (%s=%s): only a person may answer its prompts", name, value))
+	}
 }

@@ -180,6 +180,15 @@ func init() {
 		c.add(RiskDangerous, KeySQLDestructive, "drops a database (dropdb)")
 	}, "dropdb")
 	register(redis, "redis-cli", "valkey-cli", "keydb-cli")
+	register(func(c *classifier, _ string, args []arg, _ cmdCtx) {
+		// psql -f FILE runs the SQL of FILE: remembered, so that SQL
+		// written by the same command is script-written.
+		eachOpt(args, optSpec{shortArg: "cdfhLoPpUvT", longArg: []string{"command", "dbname", "file", "host", "log-file", "output", "port", "username", "set", "variable"}}, func(k, v string) {
+			if k == "f" || k == "--file" {
+				c.noteRan(v)
+			}
+		})
+	}, "psql")
 }
 
 // redisVerbs are the redis commands that delete or change data or the

@@ -633,6 +633,7 @@ func init() {
 	register(func(c *classifier, _ string, args []arg, _ cmdCtx) {
 		for _, a := range args {
 			if n, v, ok := strings.Cut(a.s, "="); ok && n != "" {
+				c.aliasesDaemonCLI("alias "+n, v)
 				c.nested(v)
 			}
 		}

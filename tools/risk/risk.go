@@ -150,7 +150,7 @@ func ClassifyWith(command string, cx Context) (c Classification) {
 
 // classify is ClassifyWith without the panic guard, for the fuzz test.
 func classify(command string, cx Context) Classification {
-	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}}
+	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, protected: []string{defaultHome}}
 	for _, p := range cx.ProtectedPaths {
 		if path.IsAbs(p) && path.Clean(p) != "/" {
 			c.protected = append(c.protected, path.Clean(p))
@@ -177,7 +177,8 @@ type finding struct {
 }
 
 type classifier struct {
-	// protected are the caller's protected directories (Context), cleaned.
+	// protected are the protected directories: sessiond's default home
+	// and the caller's (Context), cleaned.
 	protected []string
 	findings  []finding
 	seen      map[Key]int // rule key -> index in findings

@@ -108,3 +108,29 @@ func BenchmarkClassify(b *testing.B) {
 		})
 	}
 }
+
+// ClassifyWith protects the caller's directories: paths inside them, as
+// written, after cd, through a glob or in an option's value; relative
+// entries and the root are ignored. Classify alone does not know them.
+func TestClassifyWithProtectedPaths(t *testing.T) {
+	cx := Context{ProtectedPaths: []string{"/srv/sd/", "relative", "/"}}
+	for cmd, want := range map[string]Risk{
+		"cat /srv/sd/daemon.json":          RiskDangerous,
+		"cd /srv && cat sd/state.db":       RiskDangerous,
+		"ls /srv/*/daemon.json":            RiskDangerous,
+		"tool --db=/srv/sd/state.db":       RiskDangerous,
+		"echo x > /srv/sd/config.yaml":     RiskDangerous,
+		"cat /srv/sdx/daemon.json":         RiskSafe,
+		"cat relative/x":                   RiskSafe,
+		"ls /":                             RiskSafe,
+		"cd /srv && cat other/daemon.json": RiskSafe,
+	} {
+		got := ClassifyWith(cmd, cx)
+		if got.Risk != want || want != RiskSafe && got.Pattern != string(KeySessiondHome) {
+			t.Errorf("ClassifyWith(%q) = %s %s, want %s", cmd, got.Risk, got.Pattern, want)
+		}
+	}
+	if got := Classify("cat /srv/sd/daemon.json"); got.Risk != RiskSafe {
+		t.Errorf("Classify without a context = %+v, want safe", got)
+	}
+}
