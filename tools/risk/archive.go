@@ -2,6 +2,7 @@ package risk
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -77,6 +78,9 @@ func (c *classifier) tar(args []arg) {
 			}
 		}
 	}
+	if extract && len(dirs) == 0 {
+		c.unpackInto(arg{s: "."}, "tar -x in") // where cd took the shell
+	}
 	if extract {
 		for _, d := range dirs {
 			c.unpackInto(d, "tar -x -C")
@@ -86,6 +90,9 @@ func (c *classifier) tar(args []arg) {
 
 // unzip -d DIR extracts into DIR.
 func unzip(c *classifier, name string, args []arg, _ cmdCtx) {
+	if !slices.ContainsFunc(args, func(a arg) bool { return strings.HasPrefix(a.s, "-d") }) {
+		c.unpackInto(arg{s: "."}, name+" in") // where cd took the shell
+	}
 	for i, a := range args {
 		switch {
 		case a.s == "-d" && i+1 < len(args):

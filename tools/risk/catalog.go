@@ -222,7 +222,7 @@ var catalogue = []Rule{
 		Examples: []string{"while true; do sleep 1 & done", "yes | xargs -P0 -n1 true", "fallocate -l 50G big"}},
 
 	// System services and state.
-	{Key: KeySystemState, Risk: RiskDangerous, Doc: "Changes system state outside the workspace: services (systemctl start/stop/enable, service), mounts, firewall rules (iptables, nft, ufw), network links and routes (ip link/addr/route), kernel modules and parameters.",
+	{Key: KeySystemState, Risk: RiskDangerous, Doc: "Changes system state outside the workspace: services (systemctl start/stop/enable, service), mounts, firewall rules (iptables, nft, ufw), network links and routes (ip link/addr/route), kernel modules and parameters, users; and containers run with the host's root, home or system directories mounted or with its privileges.",
 		Examples: []string{"systemctl stop nginx", "mount /dev/sdb1 /mnt", "iptables -F", "ip link set eth0 down"}},
 	{Key: KeyPackageRemove, Risk: RiskDangerous, Doc: "Removes system packages (apt remove/purge, dpkg -r, dnf remove, pacman -R, …).",
 		Examples: []string{"apt-get remove -y nginx", "pacman -Rns foo"}},

@@ -153,6 +153,9 @@ func (c *classifier) git(args []arg) {
 		}
 	case "rebase", "filter-branch", "grep", "difftool", "mergetool", "clone", "fetch", "pull", "ls-remote", "archive":
 		c.gitCommandOptions(sub, rest)
+		if sub == "filter-branch" {
+			c.add(RiskDangerous, KeyGitRefRewrite, "rewrites history (git filter-branch)")
+		}
 	case "branch":
 		switch {
 		case o.has("D") || (o.has("d") || longHas("delete", 3)) && (o.has("f") || longHas("force", 3)):

@@ -1,15 +1,24 @@
 package risk
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Infrastructure CLIs: containers, clusters, clouds, hosting. Their
 // destructive verbs act on live systems far beyond the workspace.
 
 const destroys = "destroys live infrastructure or its data"
 
+// containerSpec are docker's and podman's options that take a value.
+var containerSpec = optSpec{shortArg: "cHlDefpvwuhmn", longArg: []string{"context", "host", "config", "log-level", "name",
+	"env", "volume", "publish", "workdir", "user", "network", "mount", "entrypoint", "filter", "label", "file", "project-name", "pid", "cap-add"}}
+
 var (
 	containerVerbs = verbCLI{
-		spec: optSpec{shortArg: "cHlDefpvwuhmn", longArg: []string{"context", "host", "config", "log-level", "name",
-			"env", "volume", "publish", "workdir", "user", "network", "mount", "entrypoint", "filter", "label", "file", "project-name"}},
-		rules: verbs(KeyInfraDestructive, destroys, "rm", "rmi", "prune", "kill", "stop", "down", "destroy"),
+		spec:  containerSpec,
+		rules: verbs(KeyInfraDestructive, destroys, "rm", "rmi", "prune", "kill", "stop", "down", "destroy", "reset"),
+		also:  hostAccess,
 		skip:  set("run", "exec", "build", "create", "cp", "logs", "inspect", "ps", "images", "pull", "push", "buildx", "commit", "tag", "attach"),
 	}
 	kubeVerbs = verbCLI{
@@ -63,4 +72,32 @@ var infraCLIs = map[string]verbCLI{
 
 func init() {
 	registerVerbs(infraCLIs)
+}
+
+// hostAccess flags a container run with the host's root, home or system
+// directories mounted, or with the host's privileges: what runs inside is
+// not analysed, and it reaches the host.
+func hostAccess(c *classifier, name string, args []arg, _ cmdCtx) {
+	_, ops := parseAll(args, containerSpec)
+	if len(ops) == 0 || ops[0].s != "run" && ops[0].s != "create" && ops[0].s != "exec" {
+		return
+	}
+	eachOpt(args, containerSpec, func(k, v string) {
+		src, _, _ := strings.Cut(v, ":")
+		if k == "--mount" {
+			for _, f := range strings.Split(v, ",") {
+				if s, ok := strings.CutPrefix(f, "source="); ok {
+					src = s
+				} else if s, ok := strings.CutPrefix(f, "src="); ok {
+					src = s
+				}
+			}
+		}
+		switch {
+		case (k == "v" || k == "--volume" || k == "--mount") && src != "" && (c.critical(src, true) || src == "/"):
+			c.add(RiskDangerous, KeySystemState, fmt.Sprintf("runs a container with the host's %s mounted (%s -v %s)", src, name, v))
+		case k == "--privileged" || k == "--pid" && v == "host" || k == "--cap-add" && strings.EqualFold(v, "ALL"):
+			c.add(RiskDangerous, KeySystemState, fmt.Sprintf("runs a container with the host's privileges (%s %s)", name, k))
+		}
+	})
 }

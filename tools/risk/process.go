@@ -5,7 +5,10 @@ import (
 	"strings"
 )
 
-func (c *classifier) kill(args []arg) {
+func (c *classifier) kill(args []arg, cx cmdCtx) {
+	if cx.xargs {
+		c.add(RiskDangerous, KeyKillOther, "signals the processes named by its input (xargs kill)")
+	}
 	i := 0
 	if len(args) > 0 {
 		s := args[0].s
@@ -39,7 +42,7 @@ func (c *classifier) kill(args []arg) {
 }
 
 func init() {
-	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.kill(args) }, "kill")
+	register(func(c *classifier, _ string, args []arg, cx cmdCtx) { c.kill(args, cx) }, "kill")
 	register(func(c *classifier, name string, _ []arg, _ cmdCtx) {
 		c.add(RiskDangerous, KeyPkill, fmt.Sprintf("kills processes by name (%s)", name))
 	}, "pkill", "killall", "killall5")
