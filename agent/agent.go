@@ -94,8 +94,10 @@ type Config struct {
 	// commands (tools.TerminalOptions.EnvExclude).
 	EnvExclude []string
 	// ProtectedPaths are directories commands may not touch without
-	// approval, such as the daemon's home (risk.Context.ProtectedPaths).
+	// approval, such as the daemon's home (risk.Context.ProtectedPaths);
+	// UserHome is the home directory commands run with (risk.Context.Home).
 	ProtectedPaths []string
+	UserHome       string
 }
 
 // Runner runs turns.
@@ -280,7 +282,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		errorResult(ev, "%v", err)
 		return
 	}
-	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths})
+	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome})
 	if cls.Risk == risk.RiskHardline {
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
 		return

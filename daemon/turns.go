@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			OutputLimit:     d.cfg.Terminal.OutputLimit,
 			EnvExclude:      d.cfg.Terminal.EnvExclude,
 			ProtectedPaths:  []string{d.home},
+			UserHome:        os.Getenv("HOME"), // what terminal commands inherit
 		},
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/sessiond/sessiond/daemon"
@@ -80,7 +81,7 @@ func classifyMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 		return 0
 	}
-	var cx risk.Context
+	cx := risk.Context{Home: os.Getenv("HOME")}
 	if dir, err := daemon.ResolveHome(*home); err == nil {
 		cx.ProtectedPaths = []string{dir}
 	} else if *home != "" {

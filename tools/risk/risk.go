@@ -133,6 +133,10 @@ type Context struct {
 	// sessiond (~/.local/state/sessiond, $SESSIOND_HOME,
 	// $XDG_STATE_HOME/sessiond) are always protected.
 	ProtectedPaths []string
+	// Home is the home directory of the user the commands run as ($HOME),
+	// so that ~ and $HOME in commands reach the protected paths below it.
+	// Empty: ~ is a home of unknown place.
+	Home string
 }
 
 // ClassifyWith is [Classify] with a [Context]. It never panics: an
@@ -151,9 +155,15 @@ func ClassifyWith(command string, cx Context) (c Classification) {
 // classify is ClassifyWith without the panic guard, for the fuzz test.
 func classify(command string, cx Context) Classification {
 	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, protected: []string{defaultHome}}
+	home := path.Clean(cx.Home)
 	for _, p := range cx.ProtectedPaths {
-		if path.IsAbs(p) && path.Clean(p) != "/" {
-			c.protected = append(c.protected, path.Clean(p))
+		if !path.IsAbs(p) || path.Clean(p) == "/" {
+			continue
+		}
+		p = path.Clean(p)
+		c.protected = append(c.protected, p)
+		if rest, ok := strings.CutPrefix(p, home+"/"); ok && path.IsAbs(home) && home != "/" {
+			c.protected = append(c.protected, homeDir+"/"+rest) // as ~/rest reads
 		}
 	}
 	c.source(command)

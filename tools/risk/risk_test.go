@@ -130,6 +130,12 @@ func TestClassifyWithProtectedPaths(t *testing.T) {
 			t.Errorf("ClassifyWith(%q) = %s %s, want %s", cmd, got.Risk, got.Pattern, want)
 		}
 	}
+	cx = Context{ProtectedPaths: []string{"/root/custom/sd"}, Home: "/root/"}
+	for _, cmd := range []string{"cat ~/custom/sd/daemon.json", "cat $HOME/custom/sd/state.db", "cd && cat custom/sd/daemon.json", "cat /root/custom/sd/x"} {
+		if got := ClassifyWith(cmd, cx); got.Pattern != string(KeySessiondHome) {
+			t.Errorf("ClassifyWith(%q) with home /root = %s %s, want sessiond-home", cmd, got.Risk, got.Pattern)
+		}
+	}
 	if got := Classify("cat /srv/sd/daemon.json"); got.Risk != RiskSafe {
 		t.Errorf("Classify without a context = %+v, want safe", got)
 	}
