@@ -78,6 +78,14 @@ func (c *classifier) tar(args []arg) {
 			}
 		}
 	}
+	// tar -C DIR reads and writes the files it names below DIR.
+	for _, d := range dirs {
+		for _, a := range args {
+			if !strings.HasPrefix(a.s, "-") && a.s != d.s {
+				c.protectedPath(arg{s: strings.TrimRight(d.s, "/") + "/" + a.s})
+			}
+		}
+	}
 	if extract && len(dirs) == 0 {
 		c.unpackInto(arg{s: "."}, "tar -x in") // where cd took the shell
 	}

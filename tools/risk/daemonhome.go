@@ -15,9 +15,10 @@ import (
 // what runs: a model must not run them on its own daemon unasked.
 var sessionctlControl = set("approve", "answer", "resolve", "cancel", "interrupt", "send", "attach")
 
-// daemonCLIs are the daemon's programs, which a command must not copy or
-// rename (cp $(which sessionctl) x && ./x approve …).
-var daemonCLIs = set("sessionctl", "sessiond")
+// daemonCLIs are the daemon's programs that answer its prompts, which a
+// command must not copy or rename (cp $(which sessionctl) x && ./x
+// approve …). The daemon itself (sessiond) answers none.
+var daemonCLIs = set("sessionctl")
 
 // copiers are commands that copy, link or rename a file named in their
 // arguments.

@@ -58,6 +58,13 @@ func (c *classifier) ownJob(a arg) bool {
 		return true
 	case strings.HasPrefix(s, "$") && c.jobVars[s[1:]]:
 		return true
+	case s == substPlaceholder && a.word != nil:
+		// $(jobs -p): the background jobs of this shell.
+		own := false
+		walkCalls(a.word, func(args []arg) {
+			own = len(args) > 1 && args[0].s == "jobs" && strings.HasPrefix(args[1].s, "-") && strings.Contains(args[1].s, "p")
+		})
+		return own
 	}
 	return false
 }
