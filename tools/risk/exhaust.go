@@ -159,7 +159,9 @@ func manyItems(items []*syntax.Word) bool {
 		for _, p := range w.Parts {
 			switch p := p.(type) {
 			case *syntax.CmdSubst:
-				return true
+				if !shortSeq(p) {
+					return true
+				}
 			case *syntax.Lit:
 				if strings.Contains(p.Value, "..") && strings.Contains(p.Value, "{") {
 					return true // {1..100000}
@@ -182,4 +184,27 @@ func startsJobs(stmts []*syntax.Stmt) bool {
 		})
 	}
 	return found
+}
+
+// shortSeq reports whether a command substitution is $(seq [A] B) with
+// literal bounds that make at most maxBraceExpansions numbers.
+func shortSeq(cs *syntax.CmdSubst) bool {
+	if len(cs.Stmts) != 1 {
+		return false
+	}
+	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) < 2 || len(call.Args) > 3 || call.Args[0].Lit() != "seq" {
+		return false
+	}
+	lo, hi := int64(1), int64(0)
+	var err error
+	if len(call.Args) == 3 {
+		if lo, err = strconv.ParseInt(call.Args[1].Lit(), 10, 64); err != nil {
+			return false
+		}
+	}
+	if hi, err = strconv.ParseInt(call.Args[len(call.Args)-1].Lit(), 10, 64); err != nil {
+		return false
+	}
+	return hi-lo < maxBraceExpansions
 }

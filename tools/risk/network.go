@@ -136,6 +136,16 @@ func allRemote(ops []arg) bool {
 // and -c.
 func curl(c *classifier, name string, args []arg, cx cmdCtx) {
 	o := opts{}
+	var urls []arg
+	ops := eachOpt(args, curlSpec, func(k, v string) {
+		if k == "--url" {
+			urls = append(urls, arg{s: v})
+		}
+	})
+	if loopbackOnly(append(urls, ops...)) {
+		c.optTargets(name, optsOf(args, curlSpec), "o", "--output", "D", "--dump-header", "c", "--cookie-jar")
+		return // the data stays on this machine
+	}
 	eachOpt(args, curlSpec, func(k, v string) {
 		o[k] = v
 		switch {
@@ -174,6 +184,9 @@ func netcat(c *classifier, name string, args []arg, cx cmdCtx) {
 	o, _ := parseAll(args, optSpec{shortArg: "ecpswiIOqTVXxMmW", longArg: []string{"exec", "sh-exec", "lua-exec", "source-port", "source", "wait", "proxy", "proxy-type"}})
 	if v, ok := o.get("e", "c", "--exec", "--sh-exec", "--lua-exec"); ok {
 		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("gives the other end a program to run (%s -e %s)", name, v))
+	}
+	if netcatLocal(args) {
+		return // talks to this machine
 	}
 	switch {
 	case name == "socat":
@@ -227,4 +240,48 @@ func allCloud(ops []arg) bool {
 		}
 	}
 	return true
+}
+
+// optsOf is parseAll's options alone.
+func optsOf(args []arg, sp optSpec) opts {
+	o, _ := parseAll(args, sp)
+	return o
+}
+
+// loopbackOnly reports whether every URL or host among ops names this
+// machine (localhost, 127.0.0.0/8, ::1), and there is at least one.
+func loopbackOnly(ops []arg) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	for _, o := range ops {
+		if !loopback(o.s) {
+			return false
+		}
+	}
+	return true
+}
+
+// loopback reports whether a URL or host names this machine.
+func loopback(s string) bool {
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 && !strings.Contains(s[:i], "/") {
+		s = s[i+1:]
+	}
+	host := s
+	if strings.HasPrefix(host, "[") {
+		host, _, _ = strings.Cut(host[1:], "]")
+	} else if i := strings.IndexAny(host, ":/?#"); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.ToLower(host)
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasPrefix(host, "127.") || host == "::1" || host == "0.0.0.0"
+}
+
+// netcatLocal reports whether a netcat's host is this machine.
+func netcatLocal(args []arg) bool {
+	_, ops := parseAll(args, optSpec{shortArg: "ecpswiIOqTVXxMmW"})
+	return len(ops) > 0 && loopback(ops[0].s)
 }

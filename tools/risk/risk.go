@@ -646,7 +646,7 @@ func stageInfo(s *syntax.Stmt) stage {
 		if sqlClients[r.name] {
 			st.sqlClient = true
 		}
-		if netcats[r.name] || r.remote {
+		if netcats[r.name] && !netcatLocal(r.args) || r.remote {
 			st.netSink = r.name + r.remoteName
 		}
 		return true
