@@ -219,13 +219,15 @@ type gitState struct {
 // after the same command added a remote or changed a remote's URL: that
 // sends the repository where nobody has looked.
 func (c *classifier) gitPushTarget(o opts, ops []arg) {
-	target := ""
+	target, dyn := "", false
 	if v, ok := o.get("--repo"); ok {
 		target = v
 	} else if len(ops) > 0 {
-		target = ops[0].s
+		target, dyn = ops[0].s, ops[0].dyn
 	}
 	switch {
+	case dyn:
+		c.add(RiskDangerous, KeyGitPushNewRemote, fmt.Sprintf("pushes to a repository named at run time (git push %s)", target))
 	case target != "" && (strings.Contains(target, "://") || remote(target) || strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~")):
 		c.add(RiskDangerous, KeyGitPushNewRemote, fmt.Sprintf("pushes to a repository named by URL or path (git push %s)", target))
 	case c.gitState.remoteChanged:
