@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/tools"
+	"github.com/sessiond/sessiond/tools/risk"
 )
 
 // Session holds a session's frozen launch settings.
@@ -105,6 +106,11 @@ type Config struct {
 	// EnvPassthrough: variable names (or globs) passed to commands besides
 	// tools.AllowedEnv's allowlist (terminal.env_passthrough).
 	EnvPassthrough []string
+	// ProtectedPaths are directories commands may not touch without
+	// approval, such as the daemon's home (risk.Context.ProtectedPaths);
+	// UserHome is the home directory commands run with (risk.Context.Home).
+	ProtectedPaths []string
+	UserHome       string
 }
 
 // Runner runs turns.
@@ -274,24 +280,11 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	}
 }
 
-// unanalysable are classifier patterns that mean "could not look inside",
-// not a kind of action; approving one must not approve others.
-// Some name a kind of action whose reach is decided at run time (a
-// computed rm target, inline interpreter code, a command in an option).
-var unanalysable = map[string]bool{"unparseable": true, "dynamic-command": true, "nested-shell": true,
-	"too-complex": true, "internal-error": true, "inline-code": true, "exec-option": true,
-	"script-written": true, "rm-recursive-dynamic": true, "rm-computed-args": true}
-
 // isUnanalysable reports whether any rule of a (possibly combined,
-// "a+b") pattern is unanalysable.
-func isUnanalysable(pattern string) bool {
-	for _, p := range strings.Split(pattern, "+") {
-		if unanalysable[p] {
-			return true
-		}
-	}
-	return false
-}
+// "a+b") pattern means "could not look inside" rather than a kind of
+// action, per the classifier's rule table; approving one must not approve
+// others.
+func isUnanalysable(pattern string) bool { return risk.Unanalysable(pattern) }
 
 // ApprovalChoices are offered with every approval prompt.
 var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
@@ -302,8 +295,8 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		errorResult(ev, "%v", err)
 		return
 	}
-	cls := tools.Classify(args.Command)
-	if cls.Risk == tools.RiskHardline {
+	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome})
+	if cls.Risk == risk.RiskHardline {
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
 		return
 	}
@@ -318,7 +311,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	case "strict":
 		ask = true
 	default: // manual
-		ask = cls.Risk != tools.RiskSafe
+		ask = cls.Risk != risk.RiskSafe
 	}
 	// A "session" or "always" approval remembers the rule's pattern; for a
 	// safe command in strict mode, or a command the classifier could not

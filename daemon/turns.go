@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			OutputLimit:     d.cfg.Terminal.OutputLimit,
 			EnvExclude:      d.cfg.Terminal.EnvExclude,
 			EnvPassthrough:  d.cfg.Terminal.EnvPassthrough,
+			ProtectedPaths:  []string{d.home},
+			UserHome:        os.Getenv("HOME"), // what terminal commands inherit
 		},
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,

@@ -9,21 +9,15 @@
 //     whole group on timeout, interrupt or exit, and caps the output by
 //     keeping its head and tail in valid UTF-8 with bounded memory;
 //     [ParseTerminalArgs] checks the model's arguments;
-//   - risk classification: [Classify] parses a command with
-//     mvdan.cc/sh/v3/syntax (bash dialect) and rates it safe, dangerous
-//     (needs approval in manual mode) or hardline (never run), with a
-//     stable rule key ([Classification.Pattern]) that approvals with choice
-//     "session" or "always" refer to; what it cannot look into (inline
-//     interpreter code, commands given in options, scripts written by the
-//     same command) is dangerous, never safe;
 //   - clarify: [ParseClarifyArgs] normalizes the clarify tool's arguments
 //     into questions; [ClarifyResult] is the shape of its result.
 //
 // What it must not do: it imports nothing else of this project and knows
 // nothing of sessions, prompts, approvals, the store or the wire. It does
-// not decide whether a dangerous command may run (the agent does, using
-// the approval mode and the session's allowed patterns) and it does not
-// open prompts (the prompts package does). It never runs a command that
-// the caller did not pass to RunTerminal, and it leaves no process of its
-// own behind.
+// not rate commands: package tools/risk does, and the agent asks it before
+// it calls RunTerminal. It does not decide whether a dangerous command may
+// run (the agent does, using the approval mode and the session's allowed
+// patterns) and it does not open prompts (the prompts package does). It
+// never runs a command that the caller did not pass to RunTerminal, and it
+// leaves no process of its own behind.
 package tools

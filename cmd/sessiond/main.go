@@ -29,6 +29,7 @@ const usage = `sessiond — the sessiond daemon
 Usage:
   sessiond [--home DIR] [--log-level LEVEL] [--log-format FORMAT] [--stop-timeout DURATION]
   sessiond --version
+  sessiond classify [--home DIR] [COMMAND ...]   (see sessiond classify --help)
 
 The home directory is --home, else $SESSIOND_HOME, else
 $XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond. It is created with
@@ -58,6 +59,9 @@ Flags:
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "classify" {
+		return classifyMain(args[1:], os.Stdin, os.Stdout, stderr)
+	}
 	fs := flag.NewFlagSet("sessiond", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home := fs.String("home", "", "home directory (default $SESSIOND_HOME, $XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)")

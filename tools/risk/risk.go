@@ -1,7 +1,8 @@
-package tools
+package risk
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -56,6 +57,20 @@ type Classification struct {
 	// approval for one rule never silently covers another. Rule keys contain
 	// only [a-z0-9-]. Empty when Risk is safe.
 	Pattern string `json:"pattern"`
+	// Rules are the rules of the worst risk that matched, each with its
+	// own reason, in the order they were found; nil when Risk is safe.
+	// Their keys are those of Pattern; [Lookup] gives each rule's entry in
+	// the policy.
+	Rules []Match `json:"rules,omitempty"`
+}
+
+// Match is one rule that matched a command.
+type Match struct {
+	// Key is the rule's key, an entry of [Rules].
+	Key Key `json:"key"`
+	// Reason says why, for people, naming what matched ("recursive forced
+	// delete (rm -rf)").
+	Reason string `json:"reason"`
 }
 
 // Classify parses command as bash (mvdan.cc/sh/v3/syntax) and returns the
@@ -94,45 +109,63 @@ type Classification struct {
 // to commands), commands given in options, scripts written by the same
 // command — is dangerous.
 //
-// Rule keys (Classification.Pattern):
+// The rules it reports, with their keys, risks, documentation and
+// examples, are the table [Rules] (docs/risk-rules.md is generated from
+// it). Rules marked Unanalysable name no particular action but say the
+// command could not be analysed; callers should not remember "session" or
+// "always" approvals for them by key ([Unanalysable]).
 //
-//   - hardline: rm-root, delete-ancestor (3+ levels up), find-root-delete,
-//     chmod-root, chown-root, mkfs, fork-bomb, dd-block-device,
-//     block-device-write, shutdown, sysrq.
-//   - dangerous: rm-recursive, rm-recursive-dynamic, rm-force,
-//     rm-computed-args, delete-ancestor, xargs-rm, find-delete,
-//     chmod-world-writable, chmod-recursive, chown-recursive,
-//     curl-pipe-shell, pipe-to-shell, git-reset-hard, git-clean-force,
-//     git-push-force, git-push-delete, git-discard-changes, git-stash-drop,
-//     git-stash-untracked, git-branch-force-delete,
-//     git-worktree-remove-force, git-config-command, write-ssh,
-//     write-shell-rc, write-git-config, write-etc, device-write,
-//     dd-device, kernel-write, sql-destructive, kill-all, pkill, truncate,
-//     shred, sed-in-place, remove-source-files, rsync-delete,
-//     crontab-remove, crontab-replace, sessiond-control, scheduled-command, disk-partition,
-//     privilege-elevation.
-//   - dangerous because the command could not be analysed: unparseable,
-//     dynamic-command, nested-shell, too-complex, internal-error,
-//     inline-code (interpreter code given inline), exec-option (a command
-//     or code given in an option, a setting or an environment variable),
-//     script-written (runs a file the same command wrote). They name no
-//     particular action, so callers may prefer not to remember "session"
-//     or "always" approvals for them; rm-recursive-dynamic and
-//     rm-computed-args (targets or options computed at run time) are
-//     candidates too.
-func Classify(command string) (c Classification) {
-	defer func() {
-		if r := recover(); r != nil {
-			c = Classification{Risk: RiskDangerous, Pattern: "internal-error",
-				Reason: fmt.Sprintf("could not classify command: %v", r)}
-		}
-	}()
-	return classify(command)
+// Classify knows no paths of the caller's: it protects the default home
+// of sessiond (~/.local/state/sessiond, $SESSIOND_HOME). [ClassifyWith]
+// takes a [Context] naming more protected paths.
+func Classify(command string) Classification {
+	return ClassifyWith(command, Context{})
 }
 
-// classify is Classify without the panic guard, for the fuzz test.
-func classify(command string) Classification {
-	c := &classifier{seen: map[string]int{}, pipes: map[*syntax.BinaryCmd]bool{}}
+// Context is what the caller knows that the command string does not say.
+// The zero Context is what [Classify] uses.
+type Context struct {
+	// ProtectedPaths are directories that a command may neither read nor
+	// write without approval, such as the daemon's home (its token and
+	// its database): any argument or redirection naming a path inside one
+	// (as written, or after ~ and $HOME) is dangerous (rule
+	// sessiond-home). Relative entries are ignored. The default homes of
+	// sessiond (~/.local/state/sessiond, $SESSIOND_HOME,
+	// $XDG_STATE_HOME/sessiond) are always protected.
+	ProtectedPaths []string
+	// Home is the home directory of the user the commands run as ($HOME),
+	// so that ~ and $HOME in commands reach the protected paths below it.
+	// Empty: ~ is a home of unknown place.
+	Home string
+}
+
+// ClassifyWith is [Classify] with a [Context]. It never panics: an
+// internal failure is reported as dangerous (rule internal-error).
+func ClassifyWith(command string, cx Context) (c Classification) {
+	defer func() {
+		if r := recover(); r != nil {
+			reason := fmt.Sprintf("could not classify command: %v", r)
+			c = Classification{Risk: RiskDangerous, Pattern: string(KeyInternalError), Reason: reason,
+				Rules: []Match{{Key: KeyInternalError, Reason: reason}}}
+		}
+	}()
+	return classify(command, cx)
+}
+
+// classify is ClassifyWith without the panic guard, for the fuzz test.
+func classify(command string, cx Context) Classification {
+	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, protected: []string{defaultHome}}
+	home := path.Clean(cx.Home)
+	for _, p := range cx.ProtectedPaths {
+		if !path.IsAbs(p) || path.Clean(p) == "/" {
+			continue
+		}
+		p = path.Clean(p)
+		c.protected = append(c.protected, p)
+		if rest, ok := strings.CutPrefix(p, home+"/"); ok && path.IsAbs(home) && home != "/" {
+			c.protected = append(c.protected, homeDir+"/"+rest) // as ~/rest reads
+		}
+	}
 	c.source(command)
 	c.scriptsWritten()
 	return c.result()
@@ -148,15 +181,19 @@ const maxNesting = 8
 const maxNestedBytes = 1 << 20
 
 type finding struct {
-	risk            Risk
-	pattern, reason string
+	risk   Risk
+	key    Key
+	reason string
 }
 
 type classifier struct {
-	findings []finding
-	seen     map[string]int // pattern -> index in findings
-	depth    int
-	nestedN  int // bytes parsed again so far, bounded by maxNestedBytes
+	// protected are the protected directories: sessiond's default home
+	// and the caller's (Context), cleaned.
+	protected []string
+	findings  []finding
+	seen      map[Key]int // rule key -> index in findings
+	depth     int
+	nestedN   int // bytes parsed again so far, bounded by maxNestedBytes
 	// dir is where cd, pushd and popd have taken the shell, so that later
 	// relative paths can be judged ("cd / && rm -rf *", "cd ~/.ssh && echo
 	// k >> authorized_keys", "cd .. && cd .. && rm -rf *").
@@ -166,6 +203,14 @@ type classifier struct {
 	// as programs or scripts (sh s.sh, ./s.sh, python3 s.py, make -f m);
 	// a file in both is a script written and run by the same command.
 	written, ran []string
+	// jobVars are variables assigned from $! (pid=$!), which name a job
+	// the command started.
+	jobVars map[string]bool
+	// git remembers what git commands earlier in the line changed.
+	gitState gitState
+	// ranDynamic is set when the command runs a file named at run time
+	// (sh "$(echo s.sh)"), which may be one it wrote.
+	ranDynamic bool
 	// minWord is the last word whose minimal renderings were checked.
 	minWord *syntax.Word
 }
@@ -173,6 +218,10 @@ type classifier struct {
 // scriptsWritten flags a file that the command line both writes and runs.
 // Files are compared by base name, which errs on the side of a match.
 func (c *classifier) scriptsWritten() {
+	if c.ranDynamic && len(c.written) > 0 {
+		c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs a file named at run time after writing %s", c.written[0]))
+		return
+	}
 	if len(c.written) == 0 || len(c.ran) == 0 {
 		return
 	}
@@ -182,7 +231,7 @@ func (c *classifier) scriptsWritten() {
 	}
 	for _, f := range c.ran {
 		if w[f] {
-			c.add(RiskDangerous, "script-written", fmt.Sprintf("runs a script written by the same command (%s)", f))
+			c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs a script written by the same command (%s)", f))
 			return
 		}
 	}
@@ -196,6 +245,10 @@ func (c *classifier) noteWritten(p string) {
 }
 
 func (c *classifier) noteRan(p string) {
+	if strings.Contains(p, "$") {
+		c.ranDynamic = true
+		return
+	}
 	if b := fileBase(p); b != "" && len(c.ran) < maxFileNotes {
 		c.ran = append(c.ran, b)
 	}
@@ -215,15 +268,17 @@ func fileBase(p string) string {
 	return p
 }
 
-func (c *classifier) add(r Risk, pattern, reason string) {
-	if i, ok := c.seen[pattern]; ok {
+// add records that rule k matched, with risk r (the rule's risk, or
+// hardline for the worst spellings of a few rules) and a reason for people.
+func (c *classifier) add(r Risk, k Key, reason string) {
+	if i, ok := c.seen[k]; ok {
 		if r.rank() > c.findings[i].risk.rank() {
-			c.findings[i] = finding{r, pattern, reason}
+			c.findings[i] = finding{r, k, reason}
 		}
 		return
 	}
-	c.seen[pattern] = len(c.findings)
-	c.findings = append(c.findings, finding{r, pattern, reason})
+	c.seen[k] = len(c.findings)
+	c.findings = append(c.findings, finding{r, k, reason})
 }
 
 func (c *classifier) result() Classification {
@@ -237,14 +292,16 @@ func (c *classifier) result() Classification {
 		return Classification{Risk: RiskSafe}
 	}
 	var patterns, reasons []string
+	var matches []Match
 	for _, f := range c.findings {
 		if f.risk == worst {
-			patterns = append(patterns, f.pattern)
+			patterns = append(patterns, string(f.key))
 			reasons = append(reasons, f.reason)
+			matches = append(matches, Match{Key: f.key, Reason: f.reason})
 		}
 	}
 	slices.Sort(patterns)
-	return Classification{Risk: worst, Pattern: strings.Join(patterns, "+"), Reason: strings.Join(reasons, "; ")}
+	return Classification{Risk: worst, Pattern: strings.Join(patterns, "+"), Reason: strings.Join(reasons, "; "), Rules: matches}
 }
 
 func newParser() *syntax.Parser {
@@ -254,12 +311,12 @@ func newParser() *syntax.Parser {
 // source parses src as a shell program and classifies everything in it.
 func (c *classifier) source(src string) {
 	if c.depth > maxNesting {
-		c.add(RiskDangerous, "nested-shell", "shell commands nested too deeply to analyse")
+		c.add(RiskDangerous, KeyNestedShell, "shell commands nested too deeply to analyse")
 		return
 	}
 	f, err := newParser().Parse(strings.NewReader(src), "")
 	if err != nil {
-		c.add(RiskDangerous, "unparseable", "could not parse command: "+err.Error())
+		c.add(RiskDangerous, KeyUnparseable, "could not parse command: "+err.Error())
 		return
 	}
 	c.walk(f)
@@ -271,7 +328,7 @@ func (c *classifier) source(src string) {
 func (c *classifier) nested(src string) {
 	c.nestedN += len(src)
 	if c.nestedN > maxNestedBytes {
-		c.add(RiskDangerous, "too-complex", "command too complex to analyse")
+		c.add(RiskDangerous, KeyTooComplex, "command too complex to analyse")
 		return
 	}
 	saved := c.dir
@@ -293,6 +350,8 @@ func (c *classifier) walk(n syntax.Node) {
 			}
 		case *syntax.FuncDecl:
 			c.funcDecl(n)
+		case *syntax.WhileClause, *syntax.ForClause:
+			c.loop(n)
 		case *syntax.Assign:
 			c.assign(n)
 		case *syntax.Subshell:
@@ -325,6 +384,9 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 	var stdin, stdinFile *arg
 	var truncated []arg // files emptied by > before the command runs
 	for _, r := range s.Redirs {
+		if r.Word != nil {
+			c.protectedPath(renderString(r.Word))
+		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
 			a := renderString(r.Hdoc)
@@ -438,7 +500,7 @@ func (c *classifier) funcDecl(fd *syntax.FuncDecl) {
 		return !bomb
 	})
 	if bomb {
-		c.add(RiskHardline, "fork-bomb", fmt.Sprintf("fork bomb (function %s spawns copies of itself)", name))
+		c.add(RiskHardline, KeyForkBomb, fmt.Sprintf("fork bomb (function %s spawns copies of itself)", name))
 	}
 }
 
@@ -471,17 +533,17 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 		if i > 0 && info.stdinInterp != "" {
 			switch {
 			case download:
-				c.add(RiskDangerous, "curl-pipe-shell",
+				c.add(RiskDangerous, KeyCurlPipeShell,
 					fmt.Sprintf("pipes a download into an interpreter (… | %s)", info.stdinInterp))
 			case info.stdinShell:
 				if src, ok := prev.echoSrc(); ok {
 					c.nested(src)
 				} else {
-					c.add(RiskDangerous, "pipe-to-shell",
+					c.add(RiskDangerous, KeyPipeToShell,
 						fmt.Sprintf("pipes generated commands into a shell (… | %s)", info.stdinInterp))
 				}
 			default:
-				c.add(RiskDangerous, "inline-code",
+				c.add(RiskDangerous, KeyInlineCode,
 					fmt.Sprintf("pipes a program into %s; runs inline interpreter code that cannot be analysed", info.stdinInterp))
 			}
 		}
@@ -498,6 +560,9 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 				}
 				c.command(args, cmdCtx{xargsKnown: true})
 			}
+		}
+		if i > 0 && info.netSink != "" {
+			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("pipes local data off the machine (… | %s)", info.netSink))
 		}
 		if i > 0 && info.sqlClient {
 			// echo 'drop table t' | psql: what flows in is SQL.
@@ -547,6 +612,7 @@ type stage struct {
 	echoName    string           // "echo" or "printf"
 	xargs       *syntax.CallExpr // the stage is a lone command run by xargs
 	sqlClient   bool             // runs an SQL client, which reads SQL from stdin
+	netSink     string           // runs a network client that sends what it reads (nc, ssh)
 }
 
 // stageInfo looks at every simple command inside one pipeline stage.
@@ -579,6 +645,9 @@ func stageInfo(s *syntax.Stmt) stage {
 		}
 		if sqlClients[r.name] {
 			st.sqlClient = true
+		}
+		if netcats[r.name] && !netcatLocal(r.args) || r.remote {
+			st.netSink = r.name + r.remoteName
 		}
 		return true
 	})

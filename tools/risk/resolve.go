@@ -1,4 +1,4 @@
-package tools
+package risk
 
 import (
 	"path"
@@ -70,15 +70,25 @@ func parseOpts(args []arg, sp optSpec) (o opts, rest []arg, dyn bool) {
 		if len(s) < 2 || s[0] != '-' {
 			break
 		}
-		i += readOpt(args, i, sp, o)
+		i += readOpt(args, i, sp, func(k, v string) { o[k] = v })
 	}
 	return o, args[i:], false
 }
 
 // parseAll reads options anywhere before "--" (GNU argument permutation)
-// and returns the operands.
+// and returns the operands. An option given twice keeps its last value;
+// eachOpt sees every one.
 func parseAll(args []arg, sp optSpec) (o opts, operands []arg) {
 	o = opts{}
+	operands = eachOpt(args, sp, func(k, v string) { o[k] = v })
+	return o, operands
+}
+
+// eachOpt calls f for every option in args, in order, with its key (a
+// short option's letter "F", a long option with its dashes "--form") and
+// value, reading options anywhere before "--" as parseAll does, and
+// returns the operands.
+func eachOpt(args []arg, sp optSpec, f func(key, val string)) (operands []arg) {
 	for i := 0; i < len(args); {
 		s := args[i].s
 		if s == "--" {
@@ -90,39 +100,40 @@ func parseAll(args []arg, sp optSpec) (o opts, operands []arg) {
 			i++
 			continue
 		}
-		i += readOpt(args, i, sp, o)
+		i += readOpt(args, i, sp, f)
 	}
-	return o, operands
+	return operands
 }
 
-// readOpt records the option at args[i] into o and returns how many
-// arguments it used (1, or 2 when its value is the next argument).
-func readOpt(args []arg, i int, sp optSpec, o opts) int {
+// readOpt reads the option at args[i], calls f for each option it holds
+// (a cluster -abc holds three) and returns how many arguments it used (1,
+// or 2 when its value is the next argument).
+func readOpt(args []arg, i int, sp optSpec, f func(key, val string)) int {
 	s := args[i].s
 	if strings.HasPrefix(s, "--") {
 		name, val, hasVal := strings.Cut(s[2:], "=")
 		if !hasVal && sp.takesValue(name) && i+1 < len(args) {
-			o["--"+name] = args[i+1].s
+			f("--"+name, args[i+1].s)
 			return 2
 		}
-		o["--"+name] = val
+		f("--"+name, val)
 		return 1
 	}
 	for j := 1; j < len(s); j++ {
 		ch := s[j]
 		if strings.IndexByte(sp.shortArg, ch) >= 0 {
 			if val := s[j+1:]; val != "" {
-				o[string(ch)] = val
+				f(string(ch), val)
 				return 1
 			}
 			if i+1 < len(args) {
-				o[string(ch)] = args[i+1].s
+				f(string(ch), args[i+1].s)
 				return 2
 			}
-			o[string(ch)] = ""
+			f(string(ch), "")
 			return 1
 		}
-		o[string(ch)] = ""
+		f(string(ch), "")
 	}
 	return 1
 }
@@ -249,6 +260,11 @@ type resolved struct {
 	scripts  []arg    // files the wrappers read as configuration or commands (ssh -F)
 	detached string   // a wrapper that runs the command outside this session (systemd-run)
 	envs     []arg    // NAME=VALUE words set by env
+	exhausts string   // a wrapper setting that may exhaust the machine (xargs -P0)
+	// remote is set when the command runs on another machine (ssh host
+	// cmd), which receives what the command reads; remoteName names it.
+	remote     bool
+	remoteName string
 }
 
 // resolve peels wrappers (sudo, env, xargs, timeout, …) off a command line.
@@ -313,6 +329,9 @@ func resolve(args []arg) resolved {
 			}
 		case "xargs":
 			r.xargs = true
+			if v, ok := o.get("P", "--max-procs"); ok && strings.TrimLeft(v, "0") == "" {
+				r.exhausts = "xargs -P " + v
+			}
 		case "command":
 			if o.has("v", "V") {
 				return r
@@ -334,6 +353,7 @@ func resolve(args []arg) resolved {
 			// ssh [options] host [command]: the remote shell parses the
 			// command, which is classified as if it ran here.
 			sshOptions(args[1:], w.optSpec, &r)
+			r.remote, r.remoteName = true, name
 			if len(rest) > 1 {
 				r.shellSrc = append(r.shellSrc, joinArgs(rest[1:]))
 			}
@@ -500,4 +520,48 @@ func isAssignment(s string) bool {
 		}
 	}
 	return true
+}
+
+// flagScan reads a coreutils-style command line (rm, chmod, chown):
+// options and operands in any order, up to "--". long gets a long
+// option's name (without dashes), its value and whether it had one, and
+// returns whether the next argument is its value; short gets an option
+// cluster and returns false when the word is an operand after all
+// (chmod -w is a mode). A word that begins with a run-time expansion is
+// an operand.
+func flagScan(args []arg, long func(name, val string, hasVal bool) (next bool), short func(a arg) (isOpt bool)) (ops []arg) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		s := a.s
+		switch {
+		case a.dynStart:
+			ops = append(ops, a)
+		case s == "--":
+			return append(ops, args[i+1:]...)
+		case strings.HasPrefix(s, "--"):
+			name, val, hasVal := strings.Cut(s[2:], "=")
+			if long(name, val, hasVal) && !hasVal {
+				i++
+			}
+		case len(s) > 1 && s[0] == '-' && short(a):
+		default:
+			ops = append(ops, a)
+		}
+	}
+	return ops
+}
+
+// clusterValue returns the value of the short option at index j of the
+// cluster args[*i] (-fFILE, -f FILE): the rest of the cluster, or the next
+// argument, which it consumes by advancing *i.
+func clusterValue(args []arg, i *int, j int) arg {
+	a := args[*i]
+	if v := a.s[j+1:]; v != "" {
+		return arg{s: v, dyn: a.dyn, word: a.word}
+	}
+	if *i+1 < len(args) {
+		*i++
+		return args[*i]
+	}
+	return arg{}
 }

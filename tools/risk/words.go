@@ -1,4 +1,4 @@
-package tools
+package risk
 
 import (
 	"strconv"
@@ -47,18 +47,25 @@ func renderArgs(words []*syntax.Word) []arg {
 	return out
 }
 
+// braceParts returns the parts of w with its brace expressions ({a,b},
+// {1..3}) split out, leaving w untouched.
+func braceParts(w *syntax.Word) []syntax.WordPart {
+	if !hasBraceCandidate(w.Parts) {
+		return w.Parts
+	}
+	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+	if syntax.SplitBraces(cp) {
+		return cp.Parts
+	}
+	return w.Parts
+}
+
 // renderWord renders one word, brace-expanded, into one or more args.
 func renderWord(w *syntax.Word) []arg {
 	if w == nil {
 		return nil
 	}
-	parts := w.Parts
-	if hasBraceCandidate(parts) {
-		cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), parts...)}
-		if syntax.SplitBraces(cp) {
-			parts = cp.Parts
-		}
-	}
+	parts := braceParts(w)
 	r := renderer{}
 	alts := r.parts(parts, []string{""})
 	out := make([]arg, 0, len(alts))
@@ -241,13 +248,7 @@ func minimalRenderings(w *syntax.Word) []string {
 	if w == nil {
 		return nil
 	}
-	parts := w.Parts
-	if hasBraceCandidate(parts) {
-		cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), parts...)}
-		if syntax.SplitBraces(cp) {
-			parts = cp.Parts
-		}
-	}
+	parts := braceParts(w)
 	empty := renderer{mode: renderEmpty}
 	out := empty.parts(parts, []string{""})
 	defaults := renderer{mode: renderDefaults}
@@ -294,37 +295,27 @@ func simpleParam(p *syntax.ParamExp) bool {
 }
 
 // unescapeUnquoted removes shell backslash escapes outside quotes: \x is x.
-func unescapeUnquoted(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func unescapeUnquoted(s string) string { return unescape(s, "") }
 
 // unescapeDouble removes the backslash escapes valid inside double quotes.
-func unescapeDouble(s string) string {
+func unescapeDouble(s string) string { return unescape(s, "$`\"\\") }
+
+// unescape removes backslash escapes: a backslash before a newline goes
+// with it, one before a character of escapable (any character when
+// escapable is "") goes alone, others stay.
+func unescape(s, escapable string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
-				i++
-			case '\n':
+			switch {
+			case s[i+1] == '\n':
 				i++
 				continue
+			case escapable == "" || strings.IndexByte(escapable, s[i+1]) >= 0:
+				i++
 			}
 		}
 		b.WriteByte(s[i])
