@@ -220,4 +220,3 @@ func equalCalls(got, want []ToolCall) bool {
 	}
 	return true
 }
-
