@@ -39,6 +39,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,
 		NewModel: e.model,
+		Logger:   d.log,
 	}
 	return e, nil
 }
