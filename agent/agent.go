@@ -89,10 +89,25 @@ type Config struct {
 	ClarifyTimeout  time.Duration
 	MaxIterations   int // model calls per turn
 	TerminalTimeout time.Duration
-	OutputLimit     int // bytes of terminal output kept
+	// MaxTimeout is the longest timeout a terminal call may ask for (its
+	// "timeout" argument); a call asking more gets a tool error. Zero means
+	// the larger of DefaultMaxTimeout and TerminalTimeout.
+	MaxTimeout  time.Duration
+	OutputLimit int // bytes of terminal output kept
 	// EnvExclude: environment variable name patterns withheld from terminal
 	// commands (tools.TerminalOptions.EnvExclude).
 	EnvExclude []string
+}
+
+// DefaultMaxTimeout is the default of Config.MaxTimeout (terminal.max_timeout).
+const DefaultMaxTimeout = 600 * time.Second
+
+// maxTimeout returns the configured limit on a call's timeout argument.
+func (c Config) maxTimeout() time.Duration {
+	if c.MaxTimeout > 0 {
+		return c.MaxTimeout
+	}
+	return max(DefaultMaxTimeout, c.TerminalTimeout)
 }
 
 // Runner runs turns.
@@ -326,7 +341,13 @@ var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompt
 func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
 	args, err := tools.ParseTerminalArgs(json.RawMessage(c.Arguments))
 	if err != nil {
-		errorResult(ev, "%v", err)
+		errorResult(ev, "%v; nothing was run", err)
+		return
+	}
+	if limit := r.Config.maxTimeout(); args.Timeout > 0 && int64(args.Timeout) > int64(limit/time.Second) {
+		errorResult(ev, "%v: timeout: %d is greater than the maximum %d seconds (terminal.max_timeout); "+
+			"give at most %d, or leave timeout out for the default of %d seconds; nothing was run",
+			tools.ErrInvalidTerminalArgs, args.Timeout, int64(limit/time.Second), int64(limit/time.Second), int64(r.Config.TerminalTimeout/time.Second))
 		return
 	}
 	cls := tools.Classify(args.Command)
@@ -390,8 +411,8 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		return
 	}
 	timeout := r.Config.TerminalTimeout
-	if args.Timeout > 0 && time.Duration(args.Timeout)*time.Second < timeout {
-		timeout = time.Duration(args.Timeout) * time.Second
+	if args.Timeout > 0 {
+		timeout = time.Duration(args.Timeout) * time.Second // at most maxTimeout, checked above
 	}
 	marker := tools.NewMarker()
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,

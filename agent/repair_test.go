@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/model"
 )
@@ -178,4 +179,37 @@ func TestRunRepeatedCallRunsOnce(t *testing.T) {
 		t.Fatalf("completed = %+v", h.j.completed)
 	}
 	checkPaired(t, h.m.requests()[1].Messages)
+}
+
+// TestRunTimeoutArgument: "timeout": 60.0 runs the command; a timeout the
+// daemon does not allow (beyond terminal.max_timeout, or one that would
+// overflow) is a tool error the model reads, and nothing runs; a small one
+// is honoured.
+func TestRunTimeoutArgument(t *testing.T) {
+	h := newHarness(t, "off", calls(
+		model.ToolCall{ID: "t60", Name: "terminal", Arguments: `{"command":"touch ran60","timeout":60.0}`},
+		model.ToolCall{ID: "huge", Name: "terminal", Arguments: `{"command":"touch ranhuge","timeout":18446744074}`},
+		model.ToolCall{ID: "over", Name: "terminal", Arguments: `{"command":"touch ranover","timeout":121}`},
+		model.ToolCall{ID: "zero", Name: "terminal", Arguments: `{"command":"touch ranzero","timeout":0}`},
+		model.ToolCall{ID: "short", Name: "terminal", Arguments: `{"command":"sleep 30","timeout":1}`},
+	), says("ok"))
+	h.r.Config.MaxTimeout = 120 * time.Second
+	wantCompleted(t, h.run(t))
+	if ev, _ := h.resultOf(t, "t60"); !ev.OK || !h.exists("ran60") {
+		t.Fatalf("timeout 60.0: %+v", ev)
+	}
+	for id, want := range map[string]string{"huge": "greater than the maximum", "over": "timeout: 121 is greater than the maximum 120 seconds (terminal.max_timeout)",
+		"zero": "timeout: 0 is less than the minimum 1"} {
+		ev, v := h.resultOf(t, id)
+		msg, _ := v["error"].(string)
+		if ev.OK || ev.Ran || !strings.Contains(msg, want) || !strings.Contains(msg, "nothing was run") {
+			t.Errorf("%s: result %q, want an error containing %q", id, ev.Result, want)
+		}
+	}
+	if h.exists("ranhuge") || h.exists("ranover") || h.exists("ranzero") {
+		t.Fatal("a refused call ran")
+	}
+	if _, v := h.resultOf(t, "short"); v["timed_out"] != true {
+		t.Fatalf("timeout 1 on sleep 30: %v", v)
+	}
 }
