@@ -288,11 +288,7 @@ func (a *accumulator) event(ev sseEvent, onDelta func(string)) *eventOutcome {
 			reason: fmt.Sprintf("event data is not a chat completion chunk: %v", err)}
 	}
 	if fail := a.add(&chunk, onDelta); fail != nil {
-		body := fail.body
-		if len(body) == 0 {
-			body = data
-		}
-		return &eventOutcome{kind: KindStreamError, body: body, reason: fail.reason}
+		return &eventOutcome{kind: KindStreamError, body: fail.body, reason: fail.reason}
 	}
 	return nil
 }
