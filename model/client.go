@@ -143,8 +143,9 @@ var errIdle = errors.New("stream idle timeout")
 // stream_options.include_usage=true) and reads the reply to its end.
 //
 // onDelta, if not nil, is called synchronously, in order, with each
-// non-empty text fragment as it arrives (content, and refusal text if the
-// model refuses). It is never called again for a fragment: requests are
+// non-empty text fragment as it arrives (content, the text parts of content
+// sent as a list of parts, and refusal text if the model refuses; never
+// reasoning). It is never called again for a fragment: requests are
 // retried only before the response stream starts. Tool-call fragments are not
 // passed to onDelta; they are accumulated into Response.ToolCalls.
 //
@@ -152,7 +153,9 @@ var errIdle = errors.New("stream idle timeout")
 // end of the reply: a finish_reason or the [DONE] sentinel. After a
 // finish_reason, a connection that drops or goes idle before the trailing
 // usage chunk or [DONE] still yields the Response (Usage may then be nil).
-// A stream that ends without either signal is [KindTruncated].
+// A stream that ends without either signal is [KindTruncated]; one in which
+// the server reports an error, in any of the shapes listed in the package
+// doc, is [KindStreamError], even after text.
 //
 // Every failure is an [*Error]; see [ErrorKind] for the cases. On error the
 // Response is nil, even if text was already delivered to onDelta; the caller
