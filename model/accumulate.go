@@ -26,7 +26,9 @@ import (
 //     a function (a delta without a name whose id differs is the same call
 //     whose id changed); a delta that repeats the current call's name with a
 //     fresh id while that call's arguments are still incomplete JSON
-//     continues it too (servers that mint an id per chunk).
+//     continues it too (servers that mint an id per chunk); without ids, a
+//     named delta with arguments after a call whose arguments are complete
+//     JSON starts the next call.
 //
 // So arguments of different calls are never concatenated and one call is
 // never split.
@@ -187,6 +189,10 @@ func (a *accumulator) addToolDelta(d *openai.ChatCompletionChunkChoiceDeltaToolC
 		}
 		switch {
 		case latest == nil:
+		case name != "" && latest.name != "" && (id == "" || latest.id == "") &&
+			strings.TrimSpace(args) != "" && latest.complete():
+			// no ids to tell calls apart: a named delta with arguments after
+			// a call whose arguments are complete starts the next call
 		case id == "" || latest.id == "":
 			cur = latest // no id yet, or an id arriving late
 		case name == "":
@@ -242,6 +248,13 @@ func (a *accumulator) addToolDelta(d *openai.ChatCompletionChunkChoiceDeltaToolC
 	} else {
 		cur.args.WriteString(args)
 	}
+}
+
+// complete reports whether the call's arguments so far are a whole JSON
+// value.
+func (c *callState) complete() bool {
+	args := strings.TrimSpace(c.args.String())
+	return c.objectArg || (args != "" && json.Valid([]byte(args)))
 }
 
 func (a *accumulator) position(c *callState) int {

@@ -50,7 +50,8 @@
 //     none) are told apart by their ids and names. A delta that repeats the
 //     current call's name with a fresh id while that call's arguments are
 //     still incomplete JSON continues it (servers that mint an id per
-//     chunk).
+//     chunk). Without ids, a named delta with arguments that follows a call
+//     whose arguments are complete JSON starts the next call.
 //   - The call keeps the first id the server gave it (calls without any get
 //     a generated "call_<16 hex>"). The name is taken once (exact repeats
 //     ignored, fragments appended). Arguments may come as string fragments
