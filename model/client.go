@@ -239,6 +239,8 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(text stri
 	return acc.response(), nil
 }
 
+var quotedError = []byte(`"error"`)
+
 // eventOutcome is what one event means for the stream when it is not a
 // plain chunk: the end ([DONE]), or a failure.
 type eventOutcome struct {
@@ -271,19 +273,23 @@ func (a *accumulator) event(ev sseEvent, onDelta func(string)) *eventOutcome {
 	if bytes.HasPrefix(data, doneSentinel) {
 		return &eventOutcome{done: true}
 	}
-	var probe struct {
-		Error  json.RawMessage `json:"error"`
-		Object string          `json:"object"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return &eventOutcome{kind: KindBadResponse, body: ev.Data,
-			reason: fmt.Sprintf("event data is not a chat completion chunk: %v", err)}
-	}
-	if isError(probe.Error) {
-		return &eventOutcome{kind: KindStreamError, body: data, reason: "error object in a chunk"}
-	}
-	if probe.Object == "error" {
-		return &eventOutcome{kind: KindStreamError, body: data, reason: `chunk with object "error"`}
+	// An "error" key or value appears unescaped in the data only as JSON
+	// syntax, never inside a string: ordinary chunks skip the probe.
+	if bytes.Contains(data, quotedError) {
+		var probe struct {
+			Error  json.RawMessage `json:"error"`
+			Object string          `json:"object"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			return &eventOutcome{kind: KindBadResponse, body: ev.Data,
+				reason: fmt.Sprintf("event data is not a chat completion chunk: %v", err)}
+		}
+		if isError(probe.Error) {
+			return &eventOutcome{kind: KindStreamError, body: data, reason: "error object in a chunk"}
+		}
+		if probe.Object == "error" {
+			return &eventOutcome{kind: KindStreamError, body: data, reason: `chunk with object "error"`}
+		}
 	}
 	var chunk openai.ChatCompletionChunk
 	if err := json.Unmarshal(data, &chunk); err != nil {
