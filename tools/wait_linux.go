@@ -32,8 +32,10 @@ func waitExited(pid int) error {
 }
 
 // groupHasLive reports whether a process of process group pgid is alive
-// (neither a zombie nor dead), from /proc/<pid>/stat. When /proc cannot be
-// read it reports false: the group is then killed without waiting.
+// (neither a zombie nor dead). It lists /proc, asks each process's group
+// with getpgid(2) (a cheap system call) and reads /proc/<pid>/stat only for
+// the members, for their state. When /proc cannot be read it reports
+// false: the group is then killed without waiting.
 func groupHasLive(pgid int) bool {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -44,9 +46,15 @@ func groupHasLive(pgid int) bool {
 	if err != nil {
 		return false
 	}
-	want := []byte(strconv.Itoa(pgid))
 	for _, name := range names {
 		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + name + "/stat")
@@ -59,7 +67,7 @@ func groupHasLive(pgid int) bool {
 			continue
 		}
 		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || !bytes.Equal(f[2], want) {
+		if len(f) < 3 || string(f[2]) != strconv.Itoa(pgid) { // the pid was reused since getpgid
 			continue
 		}
 		if st := f[0]; len(st) == 1 && (st[0] == 'Z' || st[0] == 'X' || st[0] == 'x') {
