@@ -268,7 +268,8 @@ func (a *accumulator) position(c *callState) int {
 
 // arguments resolves a call's argument text: the fragments sent at its own
 // index, and those sent at another index only when they complete them (a
-// complete repeat of the call is not appended twice).
+// complete repeat of the call is not appended twice; a whole repeat of a
+// call whose first sending is incomplete replaces it).
 func (c *callState) arguments() string {
 	args, dup := c.args.String(), c.dup.String()
 	switch {
@@ -277,6 +278,10 @@ func (c *callState) arguments() string {
 		args = dup
 	case json.Valid([]byte(args)):
 		// the repeat re-sent arguments already complete
+	case json.Valid([]byte(args + dup)):
+		args += dup // the repeat carried the rest
+	case json.Valid([]byte(dup)):
+		args = dup // the repeat is whole, the first sending was cut
 	default:
 		args += dup
 	}
