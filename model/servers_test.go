@@ -132,6 +132,8 @@ var serverWants = map[string]map[string]want{
 		"choice-error": {errKind: KindStreamError, errText: "upstream overloaded"},
 		"error-null":   {content: "fine"},
 		"no-ids":       {calls: []ToolCall{ls, pwd}}, // ids generated
+		"repeat-rest":  {calls: []ToolCall{call("call_r", ls)}},
+		"repeat-whole": {calls: []ToolCall{call("call_w", ls)}},
 	},
 }
 
