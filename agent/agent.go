@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -99,7 +100,11 @@ type Config struct {
 	ClarifyTimeout  time.Duration
 	MaxIterations   int // model calls per turn
 	TerminalTimeout time.Duration
-	OutputLimit     int // bytes of terminal output kept
+	// MaxTimeout is the longest timeout a terminal call may ask for (its
+	// "timeout" argument); a call asking more gets a tool error. Zero means
+	// the larger of DefaultMaxTimeout and TerminalTimeout.
+	MaxTimeout  time.Duration
+	OutputLimit int // bytes of terminal output kept
 	// EnvExclude: environment variable name patterns withheld from terminal
 	// commands (tools.TerminalOptions.EnvExclude).
 	EnvExclude []string
@@ -113,6 +118,17 @@ type Config struct {
 	UserHome       string
 }
 
+// DefaultMaxTimeout is the default of Config.MaxTimeout (terminal.max_timeout).
+const DefaultMaxTimeout = 600 * time.Second
+
+// maxTimeout returns the configured limit on a call's timeout argument.
+func (c Config) maxTimeout() time.Duration {
+	if c.MaxTimeout > 0 {
+		return c.MaxTimeout
+	}
+	return max(DefaultMaxTimeout, c.TerminalTimeout)
+}
+
 // Runner runs turns.
 type Runner struct {
 	Config   Config
@@ -120,6 +136,9 @@ type Runner struct {
 	Prompter Prompter
 	// NewModel returns the model client for a session's base URL.
 	NewModel func(s Session) Model
+	// Logger receives a warning for every repair made to a stored
+	// transcript before it is sent (see Repair); nil discards them.
+	Logger *slog.Logger
 }
 
 // Result of a turn: Outcome is "completed" or "failed" (with Error). A
@@ -166,7 +185,13 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 		if ctx.Err() != nil {
 			return Result{Outcome: "failed", Error: "interrupted"}
 		}
-		req := model.Request{Model: s.Model, Messages: BuildMessages(s.Cwd, transcript), Tools: defs}
+		msgs, notes := buildMessages(s.Cwd, transcript)
+		if iter == 0 && r.Logger != nil {
+			for _, n := range notes {
+				r.Logger.Warn("transcript repaired for the model request", "session", s.ID, "admission", t.AdmissionID, "repair", n)
+			}
+		}
+		req := model.Request{Model: s.Model, Messages: msgs, Tools: defs}
 		resp, err := m.Stream(ctx, req, func(text string) {
 			r.Journal.Delta(t, "message.delta", map[string]string{"text": text})
 		})
@@ -175,6 +200,11 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 				return Result{Outcome: "failed", Error: "interrupted"}
 			}
 			return failed("%v", err) // model.Error texts start with "model: "
+		}
+		if err := malformed(resp.ToolCalls); err != "" {
+			// Nothing of the reply is stored or run: a call to no function
+			// cannot be answered, and stored it would be sent back.
+			return failed("model: malformed reply: %s; nothing of it was run or kept", err)
 		}
 		calls := dedupeCalls(resp.ToolCalls, transcript)
 		if len(calls) == 0 {
@@ -213,10 +243,26 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 	return failed("reached agent.max_iterations (%d) model calls without a final answer", maxIter)
 }
 
-// dedupeCalls gives every call an id that is non-empty and unique in the
-// session's transcript, so that results pair with calls even when a server
-// omits ids or repeats them (within a reply, or across replies: some
-// servers number calls "call_0", "call_1", … in every response).
+// malformed says what makes a reply's tool calls unusable ("" when
+// nothing): a call without a function name.
+func malformed(calls []model.ToolCall) string {
+	for i, c := range calls {
+		if strings.TrimSpace(c.Name) == "" {
+			return fmt.Sprintf("tool call %d (id %q) names no function", i+1, c.ID)
+		}
+	}
+	return ""
+}
+
+// dedupeCalls keeps each call of a reply once and gives every call an id
+// that is non-empty and unique in the session's transcript, so that
+// results pair with calls even when a server omits ids or repeats them.
+//
+// A call repeated within the reply (same id, same name, same arguments) is
+// the same call sent twice and runs once: a call runs at most once per
+// reply, keyed by its id. Two different calls that share an id, or a call
+// whose id an earlier reply used (some servers number calls "call_0",
+// "call_1", … in every response), are distinct calls and get fresh ids.
 func dedupeCalls(calls []model.ToolCall, transcript []Stored) []model.ToolCall {
 	seen := map[string]bool{}
 	for _, m := range transcript {
@@ -224,8 +270,17 @@ func dedupeCalls(calls []model.ToolCall, transcript []Stored) []model.ToolCall {
 			seen[c.ID] = true
 		}
 	}
+	inReply := map[string]model.ToolCall{}
 	out := make([]model.ToolCall, 0, len(calls))
 	for i, c := range calls {
+		if c.ID != "" {
+			if prev, ok := inReply[c.ID]; ok && prev.Name == c.Name && prev.Arguments == c.Arguments {
+				continue // the same call, repeated
+			}
+			if _, ok := inReply[c.ID]; !ok {
+				inReply[c.ID] = c
+			}
+		}
 		if c.ID == "" || seen[c.ID] {
 			base := fmt.Sprintf("call_%d_%s", i, strings.ReplaceAll(c.ID, " ", ""))
 			id := base
@@ -292,7 +347,13 @@ var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompt
 func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
 	args, err := tools.ParseTerminalArgs(json.RawMessage(c.Arguments))
 	if err != nil {
-		errorResult(ev, "%v", err)
+		errorResult(ev, "%v; nothing was run", err)
+		return
+	}
+	if limit := r.Config.maxTimeout(); args.Timeout > 0 && int64(args.Timeout) > int64(limit/time.Second) {
+		errorResult(ev, "%v: timeout: %d is greater than the maximum %d seconds (terminal.max_timeout); "+
+			"give at most %d, or leave timeout out for the default of %d seconds; nothing was run",
+			tools.ErrInvalidTerminalArgs, args.Timeout, int64(limit/time.Second), int64(limit/time.Second), int64(r.Config.TerminalTimeout/time.Second))
 		return
 	}
 	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome})
@@ -380,8 +441,8 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		return
 	}
 	timeout := r.Config.TerminalTimeout
-	if args.Timeout > 0 && time.Duration(args.Timeout)*time.Second < timeout {
-		timeout = time.Duration(args.Timeout) * time.Second
+	if args.Timeout > 0 {
+		timeout = time.Duration(args.Timeout) * time.Second // at most maxTimeout, checked above
 	}
 	marker := tools.NewMarker()
 	var spec *sandbox.Spec

@@ -1,9 +1,16 @@
 // Package agent runs one turn: it builds the request from the session's
-// transcript (repairing any tool call left without a result), calls the
-// model, streams text as message.delta, runs the tools the model calls
-// (terminal behind risk classification and approvals, clarify through a
-// prompt), persists every assistant message and tool result as it happens,
-// and loops until a final answer or agent.max_iterations.
+// transcript, calls the model, streams text as message.delta, runs the tools
+// the model calls (terminal behind risk classification and approvals,
+// clarify through a prompt), persists every assistant message and tool
+// result as it happens, and loops until a final answer or
+// agent.max_iterations.
+//
+// A stored history never makes a request invalid: before each request it is
+// repaired, in the request only and logged (a call without a result, name or
+// id, duplicate ids, arguments that are not a JSON object, results that
+// answer nothing; see Repair). A reply with a call that names no function
+// fails the turn with the reason, and nothing of it runs or is stored. Each
+// call of a reply runs at most once, keyed by its id.
 //
 // It must not know about FIFOs, SQLite or the wire: persistence and events
 // go through the Journal interface, prompts through Prompter, and the model

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/sessiond/sessiond/model"
@@ -40,47 +41,121 @@ Use the terminal tool to run shell commands (one /bin/sh -c command line per cal
 // SyntheticInterrupted one when the transcript has none) placed before the
 // next non-tool message; tool results that answer no earlier call are
 // dropped. The user messages appear exactly as stored, once each.
+//
+// A stored history can never make the request invalid (see Repair): the
+// repairs it needs are made here, and listed by Repair.
 func BuildMessages(cwd string, transcript []Stored) []model.Message {
+	msgs, _ := buildMessages(cwd, transcript)
+	return msgs
+}
+
+// Repair returns, in order, a description of every repair BuildMessages
+// makes to transcript so that no server refuses the request, whatever an
+// older build or a misbehaving server left in the store:
+//   - an assistant tool call without a function name is dropped (with its
+//     result), and so is an assistant message left with neither text nor
+//     calls;
+//   - a tool call without an id gets one ("call_repaired_<row>_<n>"; a
+//     result cannot name it, so it gets the synthetic one);
+//   - a second call with the same id in one message is dropped;
+//   - arguments that are not a JSON object are sent as "{}" (servers that
+//     render the history through a chat template parse them and refuse the
+//     whole request otherwise); the stored text is unchanged;
+//   - a tool message that answers no call of the assistant message before
+//     it, or answers one twice, is dropped;
+//   - a call left without a result gets SyntheticInterrupted;
+//   - a row with an unknown role is dropped.
+//
+// An empty list means the transcript is sent as stored.
+func Repair(transcript []Stored) []string {
+	_, notes := buildMessages("", transcript)
+	return notes
+}
+
+func buildMessages(cwd string, transcript []Stored) ([]model.Message, []string) {
 	out := make([]model.Message, 0, len(transcript)+1)
 	out = append(out, model.Message{Role: model.RoleSystem, Content: fmt.Sprintf(SystemPrompt, cwd)})
-	var open []string             // call ids of the last assistant message still unanswered, in order
-	issued := map[string]bool{}   // every call id seen so far
-	answered := map[string]bool{} // call ids with a result already emitted
-	closeOpen := func() {
+	var notes []string
+	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	var open []string             // call ids of the last assistant message, in order
+	answered := map[string]bool{} // ids of open answered so far
+	dropped := map[string]bool{}  // ids of dropped calls: their results go silently with them
+	closeOpen := func(row int) {
 		for _, id := range open {
 			if !answered[id] {
+				note("row %d: tool call %q had no result: given %q", row, id, SyntheticInterrupted)
 				out = append(out, model.Message{Role: model.RoleTool, ToolCallID: id, Content: SyntheticInterrupted})
-				answered[id] = true
 			}
 		}
 		open = nil
+		answered = map[string]bool{}
 	}
-	for _, m := range transcript {
+	for i, m := range transcript {
 		switch m.Role {
 		case model.RoleTool:
-			if !issued[m.ToolCallID] || answered[m.ToolCallID] || !contains(open, m.ToolCallID) {
-				continue // orphan or duplicate: the API would refuse it
+			switch {
+			case contains(open, m.ToolCallID) && !answered[m.ToolCallID]:
+				answered[m.ToolCallID] = true
+				out = append(out, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content})
+			case dropped[m.ToolCallID] && !contains(open, m.ToolCallID):
+				// the result of a dropped call: already noted with the call
+			case contains(open, m.ToolCallID):
+				note("row %d: dropped a second result for tool call %q", i, m.ToolCallID)
+			default:
+				note("row %d: dropped a tool result for %q, which answers no call of the assistant message before it", i, m.ToolCallID)
 			}
-			answered[m.ToolCallID] = true
-			out = append(out, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content})
+			continue
 		case model.RoleAssistant:
-			closeOpen()
-			msg := model.Message{Role: model.RoleAssistant, Content: m.Content, ToolCalls: m.ToolCalls}
-			for _, c := range m.ToolCalls {
-				issued[c.ID] = true
+			closeOpen(i)
+			msg := model.Message{Role: model.RoleAssistant, Content: m.Content}
+			seen := map[string]bool{}
+			for j, c := range m.ToolCalls {
+				switch {
+				case c.Name == "":
+					note("row %d: dropped tool call %d (id %q) without a function name", i, j, c.ID)
+					if c.ID != "" {
+						dropped[c.ID] = true
+					}
+					continue
+				case c.ID == "":
+					c.ID = fmt.Sprintf("call_repaired_%d_%d", i, j)
+					note("row %d: tool call %d (%s) had no id: sent as %q", i, j, c.Name, c.ID)
+				case seen[c.ID]:
+					note("row %d: dropped tool call %d, a second call with id %q", i, j, c.ID)
+					continue
+				}
+				if !isJSONObject(c.Arguments) {
+					note("row %d: tool call %q: arguments are not a JSON object, sent as {}", i, c.ID)
+					c.Arguments = "{}"
+				}
+				seen[c.ID] = true
+				delete(dropped, c.ID)
+				msg.ToolCalls = append(msg.ToolCalls, c)
 				open = append(open, c.ID)
+			}
+			if len(m.ToolCalls) > 0 && len(msg.ToolCalls) == 0 && m.Content == "" {
+				note("row %d: dropped an assistant message left with neither text nor tool calls", i)
+				continue
 			}
 			out = append(out, msg)
 		case RoleBoundary:
-			closeOpen()
+			closeOpen(i)
 			out = append(out, model.Message{Role: model.RoleAssistant, Content: m.Content})
-		default: // user
-			closeOpen()
+		case model.RoleUser:
+			closeOpen(i)
 			out = append(out, model.Message{Role: model.RoleUser, Content: m.Content})
+		default:
+			note("row %d: dropped a message with unknown role %q", i, m.Role)
 		}
 	}
-	closeOpen()
-	return out
+	closeOpen(len(transcript))
+	return out, notes
+}
+
+// isJSONObject reports whether s is one JSON object.
+func isJSONObject(s string) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &v) == nil && v != nil
 }
 
 func contains(ids []string, id string) bool {

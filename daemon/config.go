@@ -63,9 +63,14 @@ type AgentConfig struct {
 
 // TerminalConfig configures the terminal tool.
 type TerminalConfig struct {
-	Cwd         string `yaml:"cwd"`          // default cwd of session.create when none is given
-	Timeout     int    `yaml:"timeout"`      // seconds per command; default 180
-	OutputLimit int    `yaml:"output_limit"` // bytes kept per command result; default 50000
+	Cwd     string `yaml:"cwd"`     // default cwd of session.create when none is given
+	Timeout int    `yaml:"timeout"` // seconds per command; default 180
+	// MaxTimeout is the longest timeout, in seconds, a terminal call may
+	// ask for with its "timeout" argument (a larger one is refused with a
+	// tool error the model reads). 0 (the default) means the larger of 600
+	// and Timeout; at most a day.
+	MaxTimeout  int `yaml:"max_timeout"`
+	OutputLimit int `yaml:"output_limit"` // bytes kept per command result; default 50000
 	// EnvExclude lists glob patterns (case-insensitive) of environment
 	// variables withheld from commands; default tools.DefaultEnvExclude
 	// (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*); [] passes all.
@@ -261,8 +266,14 @@ func (c *Config) Validate() error {
 	}
 	// Durations in seconds (or ms) must stay far from time.Duration's
 	// overflow: at most a day.
+	switch mt := c.Terminal.MaxTimeout; {
+	case mt < 0:
+		return fmt.Errorf("terminal.max_timeout: must be positive (or 0 for the default), got %d", mt)
+	case mt > 0 && mt < c.Terminal.Timeout:
+		return fmt.Errorf("terminal.max_timeout: %d is below terminal.timeout (%d)", mt, c.Terminal.Timeout)
+	}
 	for k, v := range map[string]int64{"storage.checkpoint_interval": int64(c.Storage.CheckpointInterval),
-		"storage.busy_timeout": int64(c.Storage.BusyTimeout) / 1000} {
+		"storage.busy_timeout": int64(c.Storage.BusyTimeout) / 1000, "terminal.max_timeout": int64(c.Terminal.MaxTimeout)} {
 		if v > 86400 {
 			return fmt.Errorf("%s: at most a day, got %d", k, v)
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/tools"
@@ -51,5 +52,21 @@ func TestConfigDurationsAreBounded(t *testing.T) {
 	}
 	if _, _, err := LoadConfig(writeTemp(t, "storage: {checkpoint_interval: 86400, busy_timeout: 60000}")); err != nil {
 		t.Errorf("a day is allowed: %v", err)
+	}
+}
+
+func TestConfigMaxTimeout(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"terminal: {max_timeout: -1}":                "terminal.max_timeout: must be positive",
+		"terminal: {timeout: 300, max_timeout: 200}": "terminal.max_timeout: 200 is below terminal.timeout (300)",
+		"terminal: {max_timeout: 86401}":             "terminal.max_timeout: at most a day",
+	} {
+		if _, _, err := LoadConfig(writeTemp(t, yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", yaml, err, want)
+		}
+	}
+	c, _, err := LoadConfig(writeTemp(t, "terminal: {max_timeout: 3600}"))
+	if err != nil || c.Terminal.MaxTimeout != 3600 {
+		t.Fatalf("max_timeout 3600: %+v, %v", c.Terminal, err)
 	}
 }

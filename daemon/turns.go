@@ -35,6 +35,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			ClarifyTimeout:  time.Duration(d.cfg.Agent.ClarifyTimeout) * time.Second,
 			MaxIterations:   d.cfg.Agent.MaxIterations,
 			TerminalTimeout: time.Duration(d.cfg.Terminal.Timeout) * time.Second,
+			MaxTimeout:      time.Duration(d.cfg.Terminal.MaxTimeout) * time.Second,
 			OutputLimit:     d.cfg.Terminal.OutputLimit,
 			EnvExclude:      d.cfg.Terminal.EnvExclude,
 			EnvPassthrough:  d.cfg.Terminal.EnvPassthrough,
@@ -44,6 +45,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 		Journal:  &journal{d: d},
 		Prompter: d.prompts,
 		NewModel: e.model,
+		Logger:   d.log,
 	}
 	return e, nil
 }

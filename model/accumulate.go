@@ -1,8 +1,11 @@
 package model
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -11,36 +14,81 @@ import (
 
 // accumulator folds streamed chunks into a Response.
 //
-// Tool calls are keyed by id, not by index alone: real servers send several
-// calls all with index 0 (or no index at all) and tell them apart only by
-// their ids. The rule:
-//   - the "current" call of a delta is the latest call started at the
-//     delta's index, or, when the delta carries no index, the latest call;
-//   - a delta with a non-empty id that differs from the current call's id
-//     starts a new call (a repeated id continues the call);
-//   - a delta without an id continues the current call, or starts one if
-//     there is none.
+// Tool calls are assembled by the rules documented in the package doc
+// ("Tool-call assembly"): one call per logical call, whatever the
+// chunking. In short, a delta belongs to
+//   - the call that already carries its id, whatever index it comes on (a
+//     server repeating a call on a second index does not make a second
+//     call);
+//   - else the current call of its index (the latest call started at that
+//     index; with no index, the latest call), unless it opens a new call: it
+//     has an id, the current call already has a different one, and it names
+//     a function (a delta without a name whose id differs is the same call
+//     whose id changed); a delta that repeats the current call's name with a
+//     fresh id while that call's arguments are still incomplete JSON
+//     continues it too (servers that mint an id per chunk); without ids, a
+//     named delta with arguments after a call whose arguments are complete
+//     JSON starts the next call.
 //
-// So arguments of different calls are never concatenated.
+// So arguments of different calls are never concatenated and one call is
+// never split.
 type accumulator struct {
 	content strings.Builder
-	calls   []*ToolCall
-	byIndex map[int64]int // delta index -> position in calls of its latest call
+	calls   []*callState
+	byIndex map[int64]int  // delta index -> position in calls of its current call
+	byID    map[string]int // every id a call was given -> its position in calls
 	finish  string
 	usage   *Usage
 }
 
-func (a *accumulator) add(chunk *openai.ChatCompletionChunk, onDelta func(string)) {
+// callState is one tool call being assembled.
+type callState struct {
+	id        string // the first id the server gave it
+	name      string
+	args      strings.Builder // fragments sent at the call's own index
+	dup       strings.Builder // fragments sent at another index (a repeat)
+	index     int64
+	hasIndex  bool
+	objectArg bool // arguments came as a JSON object, not a string
+}
+
+// streamFailure is an error the server reported inside the stream.
+type streamFailure struct {
+	body   []byte // the server's text
+	reason string // how it was reported
+}
+
+// add folds one chunk in. It returns a non-nil failure when the chunk
+// reports an error (on a choice or as an error finish_reason); the text of
+// the chunk has been passed to onDelta first.
+func (a *accumulator) add(chunk *openai.ChatCompletionChunk, onDelta func(string)) *streamFailure {
 	if chunk.JSON.Usage.Valid() {
 		u := chunk.Usage
 		a.usage = &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	} else if xg, ok := chunk.JSON.ExtraFields["x_groq"]; ok {
+		// Groq reports usage under x_groq.usage on the last chunk.
+		var v struct {
+			Usage *struct {
+				PromptTokens     int64 `json:"prompt_tokens"`
+				CompletionTokens int64 `json:"completion_tokens"`
+				TotalTokens      int64 `json:"total_tokens"`
+			} `json:"usage"`
+		}
+		if json.Unmarshal([]byte(xg.Raw()), &v) == nil && v.Usage != nil {
+			a.usage = &Usage{PromptTokens: v.Usage.PromptTokens, CompletionTokens: v.Usage.CompletionTokens, TotalTokens: v.Usage.TotalTokens}
+		}
 	}
+	var fail *streamFailure
 	for i := range chunk.Choices {
 		ch := &chunk.Choices[i]
 		if ch.Index != 0 {
 			continue // only one choice is ever requested (n is unset)
 		}
-		for _, text := range [2]string{ch.Delta.Content, ch.Delta.Refusal} {
+		content := ch.Delta.Content
+		if raw := ch.Delta.JSON.Content.Raw(); !ch.Delta.JSON.Content.Valid() && strings.HasPrefix(strings.TrimSpace(raw), "[") {
+			content = textParts([]byte(raw))
+		}
+		for _, text := range [2]string{content, ch.Delta.Refusal} {
 			if text == "" {
 				continue
 			}
@@ -53,42 +101,191 @@ func (a *accumulator) add(chunk *openai.ChatCompletionChunk, onDelta func(string
 		for j := range ch.Delta.ToolCalls {
 			a.addToolDelta(&ch.Delta.ToolCalls[j])
 		}
+		if ef, ok := ch.JSON.ExtraFields["error"]; ok && isError([]byte(ef.Raw())) && fail == nil {
+			fail = &streamFailure{body: []byte(ef.Raw()), reason: "error on the choice"}
+		}
 		if ch.FinishReason != "" {
 			a.finish = validUTF8(ch.FinishReason)
+			if errorFinish(a.finish) && fail == nil {
+				fail = &streamFailure{reason: fmt.Sprintf("finish_reason %q", a.finish)}
+			}
 		}
 	}
+	return fail
+}
+
+// textParts reads content sent as a list of typed parts: the text of the
+// "text" (and "output_text") parts, joined; thinking, reasoning and any
+// other part is left out. A list that does not parse gives "".
+func textParts(raw []byte) string {
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		var s string
+		if json.Unmarshal(p, &s) == nil { // a bare string part
+			b.WriteString(s)
+			continue
+		}
+		var v struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(p, &v) == nil && (v.Type == "text" || v.Type == "output_text") {
+			b.WriteString(v.Text)
+		}
+	}
+	return b.String()
+}
+
+// isError reports whether raw, the value of an "error" field, reports an
+// error: anything but absent, null, false, "" and an empty object or list.
+func isError(raw []byte) bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case "", "null", "false", `""`, "{}", "[]":
+		return false
+	}
+	return true
+}
+
+// errorFinish reports whether a finish_reason names a failure rather than an
+// end of the reply: "error" (OpenRouter, Mistral), "abort" (vLLM), and any
+// reason containing "error", "abort", "fail" or "cancel".
+func errorFinish(reason string) bool {
+	r := strings.ToLower(reason)
+	for _, w := range []string{"error", "abort", "fail", "cancel"} {
+		if strings.Contains(r, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *accumulator) addToolDelta(d *openai.ChatCompletionChunkChoiceDeltaToolCall) {
-	d.ID, d.Function.Name, d.Function.Arguments = validUTF8(d.ID), validUTF8(d.Function.Name), validUTF8(d.Function.Arguments)
+	id, name := validUTF8(d.ID), validUTF8(d.Function.Name)
+	args := validUTF8(d.Function.Arguments)
+	object := false
+	if raw := strings.TrimSpace(d.Function.JSON.Arguments.Raw()); !d.Function.JSON.Arguments.Valid() && strings.HasPrefix(raw, "{") {
+		object = true // arguments sent as a JSON object: its text, as is
+	}
 	hasIndex := d.JSON.Index.Valid()
-	var cur *ToolCall
-	if hasIndex {
-		if pos, ok := a.byIndex[d.Index]; ok {
+
+	var cur *callState
+	if id != "" {
+		if pos, ok := a.byID[id]; ok {
 			cur = a.calls[pos]
 		}
-	} else if n := len(a.calls); n > 0 {
-		cur = a.calls[n-1]
 	}
-	switch {
-	case cur == nil, d.ID != "" && cur.ID != "" && d.ID != cur.ID:
-		cur = &ToolCall{ID: d.ID}
-		a.calls = append(a.calls, cur)
+	if cur == nil {
+		var latest *callState
+		if hasIndex {
+			if pos, ok := a.byIndex[d.Index]; ok {
+				latest = a.calls[pos]
+			}
+		} else if n := len(a.calls); n > 0 {
+			latest = a.calls[n-1]
+		}
+		switch {
+		case latest == nil:
+		case name != "" && latest.name != "" && (id == "" || latest.id == "") &&
+			strings.TrimSpace(args) != "" && latest.complete():
+			// no ids to tell calls apart: a named delta with arguments after
+			// a call whose arguments are complete starts the next call
+		case id == "" || latest.id == "":
+			cur = latest // no id yet, or an id arriving late
+		case name == "":
+			cur = latest // the id changed after the first chunk
+		case name == latest.name && !latest.objectArg && strings.TrimSpace(latest.args.String()) != "" && !json.Valid([]byte(latest.args.String())):
+			cur = latest // a fresh id per chunk, name repeated, arguments unfinished
+		}
+		if cur == nil {
+			cur = &callState{index: d.Index, hasIndex: hasIndex}
+			a.calls = append(a.calls, cur)
+		}
 		if hasIndex {
 			if a.byIndex == nil {
 				a.byIndex = make(map[int64]int)
 			}
-			a.byIndex[d.Index] = len(a.calls) - 1
+			if _, bound := a.byIndex[d.Index]; !bound || cur.index == d.Index {
+				a.byIndex[d.Index] = a.position(cur)
+			}
 		}
-	case cur.ID == "":
-		cur.ID = d.ID // a call whose id arrives after its first fragment
+	} else if hasIndex {
+		// A known id on an index not yet bound: that index repeats this call.
+		if _, bound := a.byIndex[d.Index]; !bound {
+			if a.byIndex == nil {
+				a.byIndex = make(map[int64]int)
+			}
+			a.byIndex[d.Index] = a.position(cur)
+		}
+	}
+	if id != "" {
+		if cur.id == "" {
+			cur.id = id
+		}
+		if a.byID == nil {
+			a.byID = make(map[string]int)
+		}
+		if _, ok := a.byID[id]; !ok {
+			a.byID[id] = a.position(cur)
+		}
+	}
+	if !cur.hasIndex && hasIndex && cur.args.Len() == 0 {
+		cur.index, cur.hasIndex = d.Index, true
 	}
 	// Names normally arrive once; some servers repeat them on every delta,
 	// a few split them. Ignore exact repeats, append fragments.
-	if name := d.Function.Name; name != "" && name != cur.Name {
-		cur.Name += name
+	if name != "" && name != cur.name {
+		cur.name += name
 	}
-	cur.Arguments += d.Function.Arguments
+	if object {
+		cur.objectArg = true
+	}
+	if hasIndex && cur.hasIndex && d.Index != cur.index {
+		cur.dup.WriteString(args)
+	} else {
+		cur.args.WriteString(args)
+	}
+}
+
+// complete reports whether the call's arguments so far are a whole JSON
+// value.
+func (c *callState) complete() bool {
+	args := strings.TrimSpace(c.args.String())
+	return c.objectArg || (args != "" && json.Valid([]byte(args)))
+}
+
+func (a *accumulator) position(c *callState) int {
+	for i := len(a.calls) - 1; i >= 0; i-- {
+		if a.calls[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// arguments resolves a call's argument text: the fragments sent at its own
+// index, and those sent at another index only when they complete them (a
+// complete repeat of the call is not appended twice; a whole repeat of a
+// call whose first sending is incomplete replaces it).
+func (c *callState) arguments() string {
+	args, dup := c.args.String(), c.dup.String()
+	switch {
+	case strings.TrimSpace(dup) == "":
+	case strings.TrimSpace(args) == "":
+		args = dup
+	case json.Valid([]byte(args)):
+		// the repeat re-sent arguments already complete
+	case json.Valid([]byte(args + dup)):
+		args += dup // the repeat carried the rest
+	case json.Valid([]byte(dup)):
+		args = dup // the repeat is whole, the first sending was cut
+	default:
+		args += dup
+	}
+	return args
 }
 
 // response returns the accumulated reply. Tool calls without an id get a
@@ -97,7 +294,7 @@ func (a *accumulator) addToolDelta(d *openai.ChatCompletionChunkChoiceDeltaToolC
 func (a *accumulator) response() *Response {
 	r := &Response{Content: a.content.String(), FinishReason: a.finish, Usage: a.usage}
 	for _, c := range a.calls {
-		tc := *c
+		tc := ToolCall{ID: c.id, Name: c.name, Arguments: c.arguments()}
 		if tc.ID == "" {
 			tc.ID = newCallID()
 		}

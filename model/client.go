@@ -1,7 +1,9 @@
 package model
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // Defaults applied by [New] to zero [Config] fields.
@@ -142,8 +143,9 @@ var errIdle = errors.New("stream idle timeout")
 // stream_options.include_usage=true) and reads the reply to its end.
 //
 // onDelta, if not nil, is called synchronously, in order, with each
-// non-empty text fragment as it arrives (content, and refusal text if the
-// model refuses). It is never called again for a fragment: requests are
+// non-empty text fragment as it arrives (content, the text parts of content
+// sent as a list of parts, and refusal text if the model refuses; never
+// reasoning). It is never called again for a fragment: requests are
 // retried only before the response stream starts. Tool-call fragments are not
 // passed to onDelta; they are accumulated into Response.ToolCalls.
 //
@@ -151,7 +153,9 @@ var errIdle = errors.New("stream idle timeout")
 // end of the reply: a finish_reason or the [DONE] sentinel. After a
 // finish_reason, a connection that drops or goes idle before the trailing
 // usage chunk or [DONE] still yields the Response (Usage may then be nil).
-// A stream that ends without either signal is [KindTruncated].
+// A stream that ends without either signal is [KindTruncated]; one in which
+// the server reports an error, in any of the shapes listed in the package
+// doc, is [KindStreamError], even after text.
 //
 // Every failure is an [*Error]; see [ErrorKind] for the cases. On error the
 // Response is nil, even if text was already delivered to onDelta; the caller
@@ -195,26 +199,34 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(text stri
 
 	body := newWatchedBody(raw.Body, c.idle, func() { cancel(errIdle) })
 	raw.Body = body
-	dec := &tapDecoder{Decoder: ssestream.NewDecoder(raw)}
-	stream := ssestream.NewStream[openai.ChatCompletionChunk](dec, nil)
-	defer stream.Close()
+	defer body.Close()
+	dec := newEventDecoder(body)
 
 	var acc accumulator
-	for stream.Next() {
-		chunk := stream.Current()
-		acc.add(&chunk, onDelta)
-	}
-	if err := stream.Err(); err != nil {
-		e := c.streamError(ctx, sctx, raw.StatusCode, err, dec)
-		// The reply itself is complete once a finish_reason arrived; losing
-		// the connection (or waiting in vain) for the trailing usage chunk
-		// or [DONE] after that does not fail the call.
-		if acc.finish != "" && (e.Kind == KindTimeout || e.Kind == KindTruncated) {
-			return acc.response(), nil
+	sawDone := false
+	for !sawDone && dec.Next() {
+		ev := dec.Event()
+		if fail := acc.event(ev, onDelta); fail != nil {
+			if fail.done {
+				sawDone = true
+				continue
+			}
+			return nil, fail.error(raw.StatusCode)
 		}
-		return nil, e
 	}
-	if !dec.sawDone && acc.finish == "" {
+	if !sawDone {
+		if err := dec.Err(); err != nil || sctx.Err() != nil {
+			e := c.streamError(ctx, sctx, raw.StatusCode, err)
+			// The reply itself is complete once a finish_reason arrived; losing
+			// the connection (or waiting in vain) for the trailing usage chunk
+			// or [DONE] after that does not fail the call.
+			if acc.finish != "" && (e.Kind == KindTimeout || e.Kind == KindTruncated) {
+				return acc.response(), nil
+			}
+			return nil, e
+		}
+	}
+	if !sawDone && acc.finish == "" {
 		if ctx.Err() != nil {
 			return nil, cancelled(ctx)
 		}
@@ -225,6 +237,69 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(text stri
 		return nil, &Error{Kind: KindTruncated, Status: raw.StatusCode}
 	}
 	return acc.response(), nil
+}
+
+var quotedError = []byte(`"error"`)
+
+// eventOutcome is what one event means for the stream when it is not a
+// plain chunk: the end ([DONE]), or a failure.
+type eventOutcome struct {
+	done   bool
+	kind   ErrorKind
+	body   []byte
+	reason string
+}
+
+func (o *eventOutcome) error(status int) *Error {
+	var err error
+	if o.reason != "" {
+		err = errors.New(o.reason)
+	}
+	return &Error{Kind: o.kind, Status: status, Body: capBody(o.body), Err: err}
+}
+
+// event folds one server-sent event into the accumulator. It returns nil
+// for a chunk, done for [DONE], and a failure for an error the server
+// reported in any of the shapes servers use (see the package doc) or for
+// data that is not a chat completion chunk.
+func (a *accumulator) event(ev sseEvent, onDelta func(string)) *eventOutcome {
+	if len(ev.ErrField) > 0 {
+		return &eventOutcome{kind: KindStreamError, body: ev.ErrField, reason: "error field in the event stream"}
+	}
+	if ev.Type == "error" {
+		return &eventOutcome{kind: KindStreamError, body: ev.Data, reason: "error event"}
+	}
+	data := bytes.TrimSpace(ev.Data)
+	if bytes.HasPrefix(data, doneSentinel) {
+		return &eventOutcome{done: true}
+	}
+	// An "error" key or value appears unescaped in the data only as JSON
+	// syntax, never inside a string: ordinary chunks skip the probe.
+	if bytes.Contains(data, quotedError) {
+		var probe struct {
+			Error  json.RawMessage `json:"error"`
+			Object string          `json:"object"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			return &eventOutcome{kind: KindBadResponse, body: ev.Data,
+				reason: fmt.Sprintf("event data is not a chat completion chunk: %v", err)}
+		}
+		if isError(probe.Error) {
+			return &eventOutcome{kind: KindStreamError, body: data, reason: "error object in a chunk"}
+		}
+		if probe.Object == "error" {
+			return &eventOutcome{kind: KindStreamError, body: data, reason: `chunk with object "error"`}
+		}
+	}
+	var chunk openai.ChatCompletionChunk
+	if err := json.Unmarshal(data, &chunk); err != nil {
+		return &eventOutcome{kind: KindBadResponse, body: ev.Data,
+			reason: fmt.Sprintf("event data is not a chat completion chunk: %v", err)}
+	}
+	if fail := a.add(&chunk, onDelta); fail != nil {
+		return &eventOutcome{kind: KindStreamError, body: fail.body, reason: fail.reason}
+	}
+	return nil
 }
 
 // retryPolicy narrows openai-go's retry decision (408, 409, 429, 5xx,
@@ -285,7 +360,7 @@ func statusError(raw *http.Response) *Error {
 const utf8Slack = 4
 
 // streamError classifies a failure while reading a 2xx event stream.
-func (c *Client) streamError(ctx, sctx context.Context, status int, err error, dec *tapDecoder) *Error {
+func (c *Client) streamError(ctx, sctx context.Context, status int, derr error) *Error {
 	if ctx.Err() != nil {
 		return cancelled(ctx)
 	}
@@ -293,19 +368,10 @@ func (c *Client) streamError(ctx, sctx context.Context, status int, err error, d
 		return &Error{Kind: KindTimeout, Status: status,
 			Err: fmt.Errorf("no data from the server for %s (idle timeout)", c.idle)}
 	}
-	if derr := dec.Err(); derr != nil {
-		// Reading the body failed: reset, unexpected EOF, or a line over
-		// ssestream's 32 MiB limit.
-		if errors.Is(derr, errTooLong) {
-			return &Error{Kind: KindBadResponse, Status: status, Err: derr}
-		}
-		return &Error{Kind: KindTruncated, Status: status, Err: derr}
+	// Reading the body failed: reset, unexpected EOF, or a line over the
+	// 32 MiB limit.
+	if errors.Is(derr, errTooLong) {
+		return &Error{Kind: KindBadResponse, Status: status, Err: derr}
 	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		return &Error{Kind: KindBadResponse, Status: status, Body: capBody(se.Event.Data),
-			Err: errors.New("server sent an error event")}
-	}
-	return &Error{Kind: KindBadResponse, Status: status, Body: capBody(dec.last),
-		Err: fmt.Errorf("event data is not a chat completion chunk: %w", err)}
+	return &Error{Kind: KindTruncated, Status: status, Err: derr}
 }

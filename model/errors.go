@@ -24,9 +24,18 @@ const (
 	KindTruncated ErrorKind = "truncated"
 	// KindBadResponse: a 2xx reply that is not a usable event stream: a
 	// non-SSE body (HTML, a plain JSON object), an event whose data is not
-	// JSON, an error event sent inside the stream, or an oversized line.
-	// Error.Body holds the offending text.
+	// JSON, or an oversized line. Error.Body holds the offending text.
 	KindBadResponse ErrorKind = "bad_response"
+	// KindStreamError: the server reported an error inside a 2xx event
+	// stream, possibly after partial text: an "error" object in a chunk
+	// (OpenAI, vLLM, LiteLLM, OpenRouter, Groq, Ollama, llama.cpp), a chunk
+	// with "object": "error" (older vLLM), an "error" on a choice, a
+	// finish_reason naming a failure ("error", "abort", ...), an SSE
+	// "event: error", or a non-standard "error:" field (older llama.cpp).
+	// Error.Body holds the server's text (Error() shows its message);
+	// Error.Err says which shape it came in. Text already passed to onDelta
+	// is not part of any Response: the reply failed.
+	KindStreamError ErrorKind = "stream_error"
 	// KindTimeout: connecting, the TLS handshake or waiting for response
 	// headers took longer than Config.ConnectTimeout, or the stream was
 	// silent for longer than Config.IdleTimeout.
@@ -79,6 +88,8 @@ func (e *Error) Error() string {
 		b.WriteString("response truncated: the stream ended before completion (no finish_reason and no [DONE])")
 	case KindBadResponse:
 		b.WriteString("unusable response from server")
+	case KindStreamError:
+		b.WriteString("the server reported an error in the stream")
 	case KindTimeout:
 		b.WriteString("timed out")
 	case KindConnection:

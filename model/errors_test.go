@@ -117,9 +117,6 @@ func TestBadResponse(t *testing.T) {
 		{"garbage data", func(w http.ResponseWriter) {
 			sseFrames(w, textChunk("ok"), "this is not json", finishChunk("stop"), "[DONE]")
 		}, "this is not json"},
-		{"error event", func(w http.ResponseWriter) {
-			sseFrames(w, textChunk("ok"), `{"error":{"message":"backend overloaded","code":503}}`)
-		}, "backend overloaded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -103,7 +103,7 @@ func checkOutcome(t *testing.T, body []byte, o fuzzOutcome) {
 			t.Fatalf("error %T %v is not a *model.Error", o.err, o.err)
 		}
 		switch e.Kind {
-		case KindTruncated, KindBadResponse:
+		case KindTruncated, KindBadResponse, KindStreamError:
 		case KindCancelled, KindTimeout:
 			t.Fatalf("an in-memory body of %d bytes did not finish within %v: %v", len(body), fuzzDeadline, o.err)
 		default:

@@ -74,7 +74,7 @@ type Usage struct {
 // Response is the accumulated result of one streamed call.
 //
 // Content is the concatenation of every text fragment (the same fragments
-// passed to onDelta, in order). Content, FinishReason and every ToolCall
+// passed to onDelta, in order); reasoning is never part of it. Content, FinishReason and every ToolCall
 // field are valid UTF-8: invalid bytes the server sent inside a JSON string
 // are replaced with U+FFFD. ToolCalls are the complete tool calls in the
 // order the server started them; callers should decide "tool turn or final

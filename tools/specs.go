@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -118,23 +121,61 @@ func Specs(toolsets []string) ([]Spec, error) {
 // ErrInvalidTerminalArgs is wrapped by every error of ParseTerminalArgs.
 var ErrInvalidTerminalArgs = errors.New("invalid terminal arguments")
 
-// ParseTerminalArgs decodes and checks the terminal tool's arguments: a
-// JSON object with a non-blank string command and an optional non-negative
-// integer timeout in seconds. Unknown fields are ignored. Errors wrap
-// ErrInvalidTerminalArgs.
+// MaxTimeoutCeiling is the largest terminal timeout, in seconds, that
+// ParseTerminalArgs accepts whatever the configuration (about 68 years):
+// any accepted value converts to a time.Duration without overflow. The
+// daemon's own limit, terminal.max_timeout, is far lower and is checked by
+// the agent.
+const MaxTimeoutCeiling = math.MaxInt32
+
+// ParseTerminalArgs decodes and checks the terminal tool's arguments
+// against the tool's published schema (see ValidateArgs): a JSON object
+// with a non-blank string command and an optional integer timeout in
+// seconds, at least 1 and at most MaxTimeoutCeiling. As JSON Schema says,
+// 60.0 is the integer 60; 60.5, 0, -5 and 18446744074 are refused, never
+// rounded or wrapped. Unknown fields are ignored. Errors wrap
+// ErrInvalidTerminalArgs and name the offending field.
 func ParseTerminalArgs(raw json.RawMessage) (TerminalArgs, error) {
 	var a TerminalArgs
+	if err := ValidateArgs(terminalSpec.Parameters, raw); err != nil {
+		return a, fmt.Errorf("%w: %v", ErrInvalidTerminalArgs, err)
+	}
+	raw, err := integralTimeout(raw)
+	if err != nil {
+		return a, fmt.Errorf("%w: %v", ErrInvalidTerminalArgs, err)
+	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return a, fmt.Errorf("%w: %v", ErrInvalidTerminalArgs, err)
 	}
 	if strings.TrimSpace(a.Command) == "" {
 		return a, fmt.Errorf("%w: command is empty", ErrInvalidTerminalArgs)
 	}
-	if a.Timeout < 0 {
-		return a, fmt.Errorf("%w: timeout must be a positive number of seconds", ErrInvalidTerminalArgs)
-	}
 	if err := checkSandboxArgs(a); err != nil {
 		return a, err
 	}
 	return a, nil
+}
+
+// integralTimeout rewrites a schema-valid "timeout" written with a
+// fraction or an exponent (60.0, 6e1) as the plain integer Go decodes, and
+// refuses one above MaxTimeoutCeiling.
+func integralTimeout(raw json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return raw, err
+	}
+	t, ok := obj["timeout"]
+	if !ok {
+		return raw, nil
+	}
+	f, _, err := big.ParseFloat(strings.TrimSpace(string(t)), 10, 256, big.ToNearestEven)
+	if err != nil {
+		return raw, fmt.Errorf("timeout: %v", err)
+	}
+	n, acc := f.Int64()
+	if acc != big.Exact || n > MaxTimeoutCeiling {
+		return raw, fmt.Errorf("timeout: %s is greater than the maximum %d seconds", t, MaxTimeoutCeiling)
+	}
+	obj["timeout"] = json.RawMessage(strconv.FormatInt(n, 10))
+	return json.Marshal(obj)
 }

@@ -33,6 +33,17 @@ const (
 // output pipe. Also used as exec.Cmd.WaitDelay.
 const drainDelay = 2 * time.Second
 
+// exitGrace is how long, after the shell exits, what it left in its
+// process group may go on to finish writing and exit by itself (a tee
+// behind a process substitution, a pipeline's last writer) before the
+// leftovers are killed. It ends as soon as the output pipe is closed and no
+// process of the group is alive; a background job that keeps running (or
+// keeps the output pipe open) is killed when it expires.
+const exitGrace = time.Second
+
+// graceTick is how often the group is looked at during exitGrace.
+const graceTick = 10 * time.Millisecond
+
 // nonInteractiveEnv is added to the daemon's environment for every
 // terminal command so that nothing waits for a person: editors, pagers,
 // credential prompts and package-manager questions are disabled.
@@ -211,8 +222,10 @@ const gateScript = `IFS= read -r _ <&3 || exit 125; exec 3<&- /bin/sh -c "$1"`
 // opt.Sandbox it runs confined by the sandbox helper (see package
 // sandbox), with TMPDIR set to a private directory removed afterwards.
 //
-// When the shell exits, whatever it left running in its process group is
-// killed. When the timeout expires the whole group is killed with SIGKILL
+// When the shell exits, what it left in its process group gets up to
+// exitGrace (1 s) to finish writing and exit by itself (a tee behind a
+// process substitution, a pipeline's last writer); whatever is still
+// running then, such as a background job, is killed. When the timeout expires the whole group is killed with SIGKILL
 // and the result has TimedOut set, ExitCode -1 and a note in Output; that
 // is not an error. When ctx is cancelled (an interrupt) the whole group is
 // killed too, and RunTerminal returns the partial result (ExitCode -1)
@@ -328,9 +341,10 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 
 	// Kill the leftovers of the group (background jobs and the like) after
 	// the shell exits but before it is reaped, while its id still pins the
-	// group id.
+	// group id; first give them exitGrace to finish by themselves.
 	var waitErr error
 	if waitExited(pgid) == nil {
+		awaitGroup(runCtx, pgid, readDone, exitGrace)
 		mu.Lock()
 		_ = killGroup(pgid)
 		reaped = true
@@ -379,6 +393,33 @@ func RunTerminal(ctx context.Context, command string, opt TerminalOptions) (Term
 		return res, fmt.Errorf("tools: wait for terminal command: %w", waitErr)
 	}
 	return res, nil
+}
+
+// awaitGroup waits, at most grace, until the output pipe is closed
+// (readDone) and no process of group pgid is alive (its exited leader,
+// not yet reaped, does not count), or until ctx ends (an interrupt or the
+// timeout: then exec's Cancel kills the group).
+func awaitGroup(ctx context.Context, pgid int, readDone <-chan struct{}, grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	select {
+	case <-readDone:
+	case <-deadline.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	tick := time.NewTicker(graceTick)
+	defer tick.Stop()
+	for groupHasLive(pgid) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // killGroup sends SIGKILL to every process of process group pgid.

@@ -1,6 +1,9 @@
 package tools
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -26,4 +29,51 @@ func waitExited(pid int) error {
 			return errno
 		}
 	}
+}
+
+// groupHasLive reports whether a process of process group pgid is alive
+// (neither a zombie nor dead). It lists /proc, asks each process's group
+// with getpgid(2) (a cheap system call) and reads /proc/<pid>/stat only for
+// the members, for their state. When /proc cannot be read it reports
+// false: the group is then killed without waiting.
+func groupHasLive(pgid int) bool {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return false
+	}
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and ")".
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 3 || string(f[2]) != strconv.Itoa(pgid) { // the pid was reused since getpgid
+			continue
+		}
+		if st := f[0]; len(st) == 1 && (st[0] == 'Z' || st[0] == 'X' || st[0] == 'x') {
+			continue
+		}
+		return true
+	}
+	return false
 }
