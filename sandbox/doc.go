@@ -3,9 +3,11 @@
 // one command, and its Linux enforcement in a helper entry of the running
 // binary itself.
 //
-// A sandboxed command is started as "/proc/self/exe __sandbox-exec SPEC
-// COMMAND" in a private mount namespace (plus a user namespace when not
-// root). The helper, run from this package's init before main, then:
+// A sandboxed command is started as "THIS-BINARY __sandbox-exec SPEC
+// COMMAND" in its own process group and, as root, a private mount
+// namespace; not root, the helper re-executes itself once more in new user
+// and mount namespaces mapping the caller's uid and gid to themselves. The
+// helper, run from this package's init before main, then:
 //
 //  1. waits for the caller's gate on fd 3 when Spec.Gate is set (EOF: exit
 //     125 without running anything);

@@ -217,7 +217,7 @@ func emptyFile(tempDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cover: %w", err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700,size=4k"); err != nil {
 		return "", fmt.Errorf("cover: %w", err)
 	}
 	f := filepath.Join(dir, "empty")

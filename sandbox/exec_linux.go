@@ -15,15 +15,18 @@ import (
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // HelperArg is the hidden first argument that turns any binary importing
 // this package into the sandbox's exec helper (see the package doc).
 const HelperArg = "__sandbox-exec"
 
-// HelperPath is the program a sandboxed command is started as: the
-// running binary itself, whatever its name or location.
-const HelperPath = "/proc/self/exe"
+// helperPath is the program a sandboxed command is started as: the
+// running binary itself, resolved at start-up. (Not "/proc/self/exe": a
+// non-dumpable process, as the daemon makes itself, may not exec it when
+// not root.)
+var helperPath, helperPathErr = os.Executable()
 
 // Exit statuses of the helper itself, before /bin/sh runs.
 const (
@@ -40,10 +43,10 @@ const (
 const MinLandlockABI = 6
 
 // Command returns the *exec.Cmd that runs "/bin/sh -c command" confined
-// by s: program HelperPath, arguments HelperArg, the JSON of s and
-// command, and a SysProcAttr with its own process group and a private
-// mount namespace (plus a user namespace mapping the caller's uid and gid
-// to themselves when not root). The caller sets Dir, Env, Stdin, Stdout,
+// by s: program this binary (os.Executable at start-up), arguments HelperArg, the JSON of s and
+// command, and a SysProcAttr with its own process group and, as root, a
+// private mount namespace (not root, the helper makes its own user and
+// mount namespaces). The caller sets Dir, Env, Stdin, Stdout,
 // Stderr and, when s.Gate, ExtraFiles[0] (fd 3), and may add to
 // SysProcAttr.
 func (s Spec) Command(ctx context.Context, command string) (*exec.Cmd, error) {
@@ -57,20 +60,64 @@ func (s Spec) Command(ctx context.Context, command string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, HelperPath, HelperArg, string(js), command)
+	if helperPathErr != nil {
+		return nil, fmt.Errorf("sandbox: cannot find this program to start the helper: %w", helperPathErr)
+	}
+	cmd := exec.CommandContext(ctx, helperPath, HelperArg, string(js), command)
 	cmd.SysProcAttr = sysProcAttr()
 	return cmd, nil
 }
 
+// sysProcAttr is the daemon's side: the helper gets its own process group
+// and, as root, a private mount namespace. Not root, the helper starts in
+// the daemon's namespaces and makes its own (see userNamespaced).
 func sysProcAttr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNS}
-	if os.Geteuid() != 0 {
-		a.Cloneflags |= syscall.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
-		a.GidMappingsEnableSetgroups = false
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		a.Cloneflags = syscall.CLONE_NEWNS
 	}
 	return a
+}
+
+// stage2Arg marks the helper's second stage, when not root: started by the
+// first in a user and a mount namespace of its own.
+const stage2Arg = "__sandbox-exec-userns"
+
+// userNamespaced runs the rest of the helper (mounts, Landlock, seccomp,
+// exec) in a child in new user and mount namespaces that map the caller's
+// uid and gid to themselves, with the capabilities to set up its mounts
+// kept across its exec as ambient capabilities (it drops them all before
+// /bin/sh). The child stays in this process group; its exit status is
+// returned as this process's (128+N for a signal N). The daemon, being
+// non-dumpable, cannot give a child namespaces of its own: writing a
+// non-dumpable child's uid_map needs root, so this freshly executed (and
+// so dumpable) helper does it.
+func userNamespaced(s Spec, command string) int {
+	s.Gate = false
+	js, _ := json.Marshal(s)
+	cmd := exec.Command(helperPath, stage2Arg, string(js), command)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
+	}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	default:
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: user namespace: %v\n", err)
+		return ExitSetupFailed
+	}
 }
 
 // Probe checks that this kernel and process can enforce a sandbox: a
@@ -114,13 +161,13 @@ func Probe() error {
 }
 
 func init() {
-	if len(os.Args) >= 2 && os.Args[1] == HelperArg {
-		os.Exit(helperMain(os.Args[2:]))
+	if len(os.Args) >= 2 && (os.Args[1] == HelperArg || os.Args[1] == stage2Arg) {
+		os.Exit(helperMain(os.Args[2:], os.Args[1] == stage2Arg))
 	}
 }
 
 // helperMain is the exec helper; it returns only on failure.
-func helperMain(args []string) int {
+func helperMain(args []string, stage2 bool) int {
 	if len(args) != 2 {
 		fmt.Fprintln(os.Stderr, "sessiond sandbox: usage: "+HelperArg+" SPEC COMMAND")
 		return ExitSetupFailed
@@ -136,6 +183,9 @@ func helperMain(args []string) int {
 			return ExitGateClosed
 		}
 		gate.Close()
+	}
+	if !stage2 && os.Geteuid() != 0 {
+		return userNamespaced(s, args[1])
 	}
 	if err := enter(s, args[1]); err != nil {
 		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", err)
