@@ -125,13 +125,7 @@ func startFuzzEnv(tb testing.TB) *fuzzEnv {
 
 func fuzzWait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	fixtures.Eventually(tb, 20*time.Second, what, cond)
 }
 
 // documentedCode is the code each reason of PROTOCOL.md section 3 is sent

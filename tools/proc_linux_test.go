@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/fixtures"
 )
 
 // TestKillGroupIfSame: a command's process group, identified while it
@@ -118,17 +120,10 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	if killed, err := KillGroupIfSame(id); !killed || err != nil {
 		t.Fatalf("KillGroupIfSame after the leader exited = %v, %v, want killed", killed, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	fixtures.Eventually(t, 20*time.Second, fmt.Sprintf("background job %d to die", bg), func() bool {
 		st, err := procStat(bg)
-		if err != nil || st.state == "Z" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("background job %d still alive (%s)", bg, st.state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err != nil || st.state == "Z"
+	})
 }
 
 // TestKillGroupSparesReusedGroupID: the recorded command's whole group is
