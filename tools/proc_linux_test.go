@@ -94,10 +94,16 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	}
 	// Identify while the shell waits on stdin. Its session may be 0: /proc
 	// says so when the session leader is outside this PID namespace (CI).
-	id, err := Identify(cmd.Process.Pid)
-	if err != nil || id.StartTicks == 0 || len(id.Marker) != 32 {
-		t.Fatalf("Identify: %+v %v", id, err)
-	}
+	// Until the child has called execve, /proc shows this process's
+	// environment, without the marker: wait for the shell's.
+	var id ProcessIdentity
+	fixtures.Eventually(t, 20*time.Second, "the shell's environment with the marker", func() bool {
+		id, err = Identify(cmd.Process.Pid)
+		if err != nil || id.StartTicks == 0 {
+			t.Fatalf("Identify: %+v %v", id, err)
+		}
+		return len(id.Marker) == 32
+	})
 	in.Write([]byte("go\n"))
 	var bg int
 	if _, err := fmt.Fscan(out, &bg); err != nil {
