@@ -37,6 +37,9 @@ var fuzzMethods = []string{
 	rpc.MethodApprovalRespond,
 	rpc.MethodClarifyRespond,
 	rpc.MethodApprovalsList,
+	rpc.MethodSessionUpdate,
+	rpc.MethodSessionDelete,
+	rpc.MethodApprovalsRevoke,
 }
 
 // fuzzEnv is one in-process daemon per fuzz worker with a live session, a
@@ -272,6 +275,9 @@ var methodParams = map[string][]paramSpec{
 	rpc.MethodApprovalRespond: {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, true}, {"answer", kAny, false}},
 	rpc.MethodClarifyRespond:  {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, false}, {"answer", kAny, true}},
 	rpc.MethodApprovalsList:   {{"session_id", kString, false}},
+	rpc.MethodSessionUpdate:   {{"session_id", kString, true}, {"title", kString, true}},
+	rpc.MethodSessionDelete:   {{"session_id", kString, true}},
+	rpc.MethodApprovalsRevoke: {{"pattern", kString, true}, {"session_id", kString, false}},
 }
 
 // member finds the member encoding/json would decode into the field name:

@@ -30,6 +30,9 @@ func (d *Daemon) routes() *rpc.Mux {
 	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
 	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
 	m.Handle(rpc.MethodApprovalsList, d.approvalsList)
+	m.Handle(rpc.MethodSessionUpdate, d.sessionUpdate)
+	m.Handle(rpc.MethodSessionDelete, d.sessionDelete)
+	m.Handle(rpc.MethodApprovalsRevoke, d.approvalsRevoke)
 	return m
 }
 
@@ -91,7 +94,7 @@ func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, params json.RawMes
 	if p.Protocol != nil && *p.Protocol != rpc.ProtocolVersion {
 		return nil, rpc.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", rpc.ProtocolVersion, *p.Protocol)
 	}
-	c.SetValue("client", p.Client)
+	c.SetValue(clientKey, p.Client)
 	return rpc.InitializeResult{Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch}, nil
 }
 

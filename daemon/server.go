@@ -167,6 +167,7 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()
+	d.log.Debug("connection opened", "conn", numberConn(c), "remote", r.RemoteAddr)
 	// The connection is hijacked: serve it from its own goroutine and let
 	// the HTTP handler return, so that net/http's request, response and
 	// deep serving stack are not kept alive for the connection's lifetime
