@@ -198,4 +198,3 @@ func TestApprovalsRevoke(t *testing.T) {
 	_, err = call(t, d.approvalsRevoke, map[string]any{"pattern": " "})
 	wantWire(t, err, rpc.ReasonInvalidParams)
 }
-
