@@ -60,3 +60,28 @@ func connAttrs(c *rpc.Conn) []any {
 	}
 	return []any{"conn", conn, "client", client}
 }
+
+// answeredBy is the answered_by object of a prompt.closed event:
+// {conn, client}.
+func answeredBy(c *rpc.Conn) map[string]string {
+	a := connAttrs(c)
+	by := map[string]string{}
+	for i := 0; i+1 < len(a); i += 2 {
+		by[a[i].(string)] = a[i+1].(string)
+	}
+	return by
+}
+
+// auditAnswer logs an answer to a prompt: the choice of an approval (an
+// answer to a clarification is the user's text, logged by its length
+// only), and whether it was the first.
+func (d *Daemon) auditAnswer(c *rpc.Conn, p rpc.RespondParams, kind, status string, answer []byte) {
+	attrs := append(connAttrs(c), "session_id", p.SessionID, "prompt_id", p.PromptID, "kind", kind,
+		"execution_generation", *p.ExecutionGeneration, "status", status)
+	if kind == "approval" {
+		attrs = append(attrs, "choice", p.Choice)
+	} else {
+		attrs = append(attrs, "answer_bytes", len(answer))
+	}
+	d.audit().Info("prompt answered", attrs...)
+}

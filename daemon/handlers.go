@@ -390,10 +390,11 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			answer, _ = json.Marshal(map[string]any{"answer": a})
 		}
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
-			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer})
+			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer, AnsweredBy: answeredBy(c)})
 		if err != nil {
 			return nil, wireErr(err)
 		}
+		d.auditAnswer(c, p, kind, status, answer)
 		return rpc.RespondResult{Status: status, PromptID: p.PromptID}, nil
 	}
 }

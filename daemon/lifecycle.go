@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -82,6 +83,9 @@ func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, params json.Raw
 		return nil, err
 	}
 	if err := d.queue.DeleteSession(ctx, p.SessionID); err != nil {
+		if errors.Is(err, admission.ErrSessionNotFound) {
+			return nil, rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", p.SessionID).With("session_id", p.SessionID)
+		}
 		err = wireErr(err)
 		var re *rpc.Error
 		if errors.As(err, &re) {

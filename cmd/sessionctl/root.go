@@ -122,6 +122,10 @@ func (a *app) rootCommand() *cobra.Command {
 		a.interruptCommand(),
 		a.approveCommand(),
 		a.answerCommand(),
+		a.renameCommand(),
+		a.rmCommand(),
+		a.showCommand(),
+		a.approvalsCommand(),
 	)
 	for _, c := range root.Commands() {
 		c.Long = c.Short + ".\n\n" + c.Long + "\n\n" + exitCodesPointer
