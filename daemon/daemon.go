@@ -31,6 +31,9 @@ var Version = "0.1.0-dev"
 type Options struct {
 	Home   string       // resolved home directory (see ResolveHome)
 	Logger *slog.Logger // default slog.Default()
+	// Listen, when not empty, replaces config.yaml's listen (sessiond
+	// --listen): a loopback host:port.
+	Listen string
 }
 
 // Daemon is one running sessiond.
@@ -83,6 +86,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn(w)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.overrideListen(opt.Listen); err != nil {
 		return nil, err
 	}
 	lock, err := LockHome(opt.Home)

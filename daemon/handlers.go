@@ -141,6 +141,7 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.Raw
 	if err != nil {
 		return nil, wireErr(err)
 	}
+	d.audit().Info("session created", append(connAttrs(c), "session_id", id, "cwd", p.Cwd, "model", p.Model, "provider", p.Provider)...)
 	return d.resume(c, id, nil)
 }
 
