@@ -78,6 +78,12 @@ func TestSessionctlLifecycle(t *testing.T) {
 		t.Fatalf("the approval has no pattern: %s", r.stdout)
 	}
 
+	// Shell completion offers the daemon's session ids with their titles.
+	r = ctl(t, home, "", "__complete", "show", "")
+	if !strings.Contains(r.stdout, s+"\tlifecycle") {
+		t.Fatalf("completion of show's SESSION: %s", r)
+	}
+
 	// approvals: the "session" choice is remembered for s only.
 	r = ctl(t, home, "", "approvals", "ls", "--session", s)
 	ctlWant(t, r, 0)

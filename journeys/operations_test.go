@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -115,5 +116,54 @@ func TestLogFileJSONReopenedOnSIGHUP(t *testing.T) {
 	}
 	if !has(path, "stopped") {
 		t.Fatalf("the clean stop's last line is not in the new file: %v", records(path))
+	}
+}
+
+// TestMakeInstall: make install PREFIX=DIR (a path with a space) puts the
+// two binaries, the completion scripts of the three shells and the systemd
+// user unit where they belong; the unit starts the installed daemon and
+// passes systemd-analyze verify; the installed sessionctl runs.
+func TestMakeInstall(t *testing.T) {
+	root, err := fixtures.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(t.TempDir(), "my prefix")
+	build := filepath.Join(t.TempDir(), "bin")
+	cmd := exec.Command("make", "-C", root, "install", "PREFIX="+prefix, "BIN="+build)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	for path, want := range map[string]string{
+		"bin/sessiond":   "",
+		"bin/sessionctl": "",
+		"share/bash-completion/completions/sessionctl":    "__start_sessionctl",
+		"share/zsh/site-functions/_sessionctl":            "#compdef sessionctl",
+		"share/fish/vendor_completions.d/sessionctl.fish": "complete -c sessionctl",
+		"lib/systemd/user/sessiond.service":               `ExecStart="` + prefix + `/bin/sessiond" --home %S/sessiond --listen 127.0.0.1:8765`,
+	} {
+		b, err := os.ReadFile(filepath.Join(prefix, path))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %v, want it to hold %q", path, err, want)
+		}
+	}
+	out, err := exec.Command(filepath.Join(prefix, "bin/sessionctl"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "sessionctl ") {
+		t.Fatalf("installed sessionctl --version: %v %s", err, out)
+	}
+	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
+		out, err := exec.Command(analyze, "verify", filepath.Join(prefix, "lib/systemd/user/sessiond.service")).CombinedOutput()
+		if err != nil || len(bytes.TrimSpace(out)) > 0 {
+			t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("systemd-analyze not installed: the unit's syntax was not verified")
+	}
+	cmd = exec.Command("make", "-C", root, "uninstall", "PREFIX="+prefix)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make uninstall: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(prefix, "bin/sessiond")); !os.IsNotExist(err) {
+		t.Fatalf("make uninstall left bin/sessiond: %v", err)
 	}
 }

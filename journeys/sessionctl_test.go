@@ -514,7 +514,7 @@ func TestSessionctlHelp(t *testing.T) {
 			t.Fatalf("sessionctl --help lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer", "rename", "rm", "show", "approvals"} {
+	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer", "rename", "rm", "show", "approvals", "completion"} {
 		r := ctl(t, home, "", verb, "--help")
 		ctlWant(t, r, 0)
 		if !strings.Contains(r.stdout, "Examples:\n  sessionctl") && !strings.Contains(r.stdout, "Examples:\n  S=") {

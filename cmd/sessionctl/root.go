@@ -127,9 +127,13 @@ func (a *app) rootCommand() *cobra.Command {
 		a.showCommand(),
 		a.approvalsCommand(),
 	)
+	root.AddCommand(a.completionCommand(root))
 	for _, c := range root.Commands() {
 		c.Long = c.Short + ".\n\n" + c.Long + "\n\n" + exitCodesPointer
 		c.SetFlagErrorFunc(root.FlagErrorFunc())
+		if strings.HasPrefix(strings.TrimPrefix(c.Use, c.Name()), " SESSION") {
+			c.ValidArgsFunction = a.completeSession
+		}
 	}
 	return root
 }

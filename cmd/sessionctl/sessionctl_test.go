@@ -102,7 +102,8 @@ func TestHelpExitCodes(t *testing.T) {
 			t.Errorf("the root help lacks %q:\n%s", want, root)
 		}
 	}
-	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
+	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer",
+		"rename", "rm", "show", "approvals", "completion"} {
 		out.Reset()
 		if code := run(context.Background(), "sessionctl", []string{verb, "--help"}, strings.NewReader(""), &out, &out); code != 0 {
 			t.Fatalf("%s --help exited %d", verb, code)
@@ -314,5 +315,20 @@ func TestTUIStatusLine(t *testing.T) {
 	m.connected, m.connNote = false, "connection lost"
 	if got := m.statusLine(); strings.Contains(got, "interrupts") || !strings.Contains(got, "connection lost") {
 		t.Fatalf("disconnected: %q", got)
+	}
+}
+
+// TestCompletion: a script per shell on stdout; another shell is a usage
+// error (exit 2).
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "__start_sessionctl", "zsh": "#compdef sessionctl", "fish": "complete -c sessionctl"} {
+		var out, errb strings.Builder
+		if code := run(context.Background(), "sessionctl", []string{"completion", shell}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), want) {
+			t.Errorf("completion %s: exit %d, stdout lacks %q; stderr %s", shell, code, want, errb.String())
+		}
+	}
+	var out, errb strings.Builder
+	if code := run(context.Background(), "sessionctl", []string{"completion", "tcsh"}, strings.NewReader(""), &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "bash, zsh or fish") {
+		t.Errorf("completion tcsh: exit %d, stderr %q", code, errb.String())
 	}
 }
