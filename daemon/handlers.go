@@ -23,7 +23,7 @@ func (d *Daemon) routes() *rpc.Mux {
 	m.Handle(rpc.MethodSessionCreate, d.sessionCreate)
 	m.Handle(rpc.MethodSessionResume, d.sessionResume)
 	m.Handle(rpc.MethodSessionList, d.sessionList)
-	m.Handle(rpc.MethodPromptSubmit, d.promptSubmit)
+	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(d.promptSubmit))
 	m.Handle(rpc.MethodPromptCancel, d.promptCancel)
 	m.Handle(rpc.MethodInterrupt, d.sessionInterrupt)
 	m.Handle(rpc.MethodResolveUnknown, d.resolveUnknown)
@@ -347,8 +347,8 @@ func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.Ra
 		return nil, wireErr(err)
 	}
 	// The operator's decision, for whoever is on call next.
-	d.log.Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
-		"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "outcome", a.Outcome.String)
+	d.audit().Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
+		append(connAttrs(c), "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "outcome", a.Outcome.String)...)
 	d.sched.Wake(p.SessionID)
 	return receiptToWire(a.Receipt()), nil
 }

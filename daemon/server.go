@@ -35,8 +35,9 @@ func (d *Daemon) httpHandler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /rpc", d.serveRPC)
+	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket) and GET /healthz", http.StatusNotFound)
+		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket), GET /healthz and GET /metrics", http.StatusNotFound)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every plain HTTP answer (a refusal, /healthz, a 404) ends its
