@@ -270,46 +270,19 @@ with an items list.`,
 func buildTranscript(snap rpc.Snapshot) transcriptView {
 	v := transcriptView{SessionID: snap.SessionID, Title: snap.Title, Cwd: snap.Cwd, Model: snap.Model,
 		CreatedAt: snap.CreatedAt, Running: snap.Running, Items: []transcriptItem{}, EventsPruned: snap.SnapshotRequired}
-	approvals := map[string]*approvalRecord{} // by tool_call_id
-	byPrompt := map[string]*approvalRecord{}  // by prompt_id
+	approvals := approvalsFromEvents(snap.Events)
 	type turnEnd struct{ outcome, err string }
 	ends := map[string]turnEnd{}
 	for _, e := range snap.Events {
-		switch e.Type {
-		case "prompt.opened":
-			var p struct {
-				Prompt rpc.Prompt `json:"prompt"`
-			}
-			if json.Unmarshal(e.Payload, &p) != nil || p.Prompt.Kind != "approval" {
-				continue
-			}
-			var ap approvalPayload
-			json.Unmarshal(p.Prompt.Payload, &ap)
-			r := &approvalRecord{PromptID: p.Prompt.PromptID, Risk: ap.Risk, Reason: ap.Reason, Pattern: ap.Pattern}
-			approvals[ap.ToolCallID], byPrompt[r.PromptID] = r, r
-		case "prompt.closed":
-			var p struct {
-				PromptID   string            `json:"prompt_id"`
-				Resolution string            `json:"resolution"`
-				Response   json.RawMessage   `json:"response"`
-				AnsweredBy map[string]string `json:"answered_by"`
-			}
-			json.Unmarshal(e.Payload, &p)
-			if r := byPrompt[p.PromptID]; r != nil {
-				var resp struct {
-					Choice string `json:"choice"`
-				}
-				json.Unmarshal(p.Response, &resp)
-				r.Resolution, r.Choice, r.AnsweredBy = p.Resolution, resp.Choice, p.AnsweredBy
-			}
-		case "turn.completed":
-			var p struct {
-				Outcome string `json:"outcome"`
-				Error   string `json:"error"`
-			}
-			json.Unmarshal(e.Payload, &p)
-			ends[e.AdmissionID] = turnEnd{p.Outcome, p.Error}
+		if e.Type != "turn.completed" {
+			continue
 		}
+		var p struct {
+			Outcome string `json:"outcome"`
+			Error   string `json:"error"`
+		}
+		json.Unmarshal(e.Payload, &p)
+		ends[e.AdmissionID] = turnEnd{p.Outcome, p.Error}
 	}
 	calls := map[string]int{} // tool_call_id -> index in Items
 	endTurn := func(adm string) {
@@ -436,4 +409,43 @@ func approvalLine(ap approvalRecord) string {
 	default:
 		return what + ": closed, " + ap.Resolution
 	}
+}
+
+// approvalsFromEvents gathers the approval prompts of events (prompt.opened
+// and prompt.closed) by the tool call they gated: what was decided and who
+// decided it.
+func approvalsFromEvents(events []rpc.Event) map[string]*approvalRecord {
+	approvals := map[string]*approvalRecord{} // by tool_call_id
+	byPrompt := map[string]*approvalRecord{}  // by prompt_id
+	for _, e := range events {
+		switch e.Type {
+		case "prompt.opened":
+			var p struct {
+				Prompt rpc.Prompt `json:"prompt"`
+			}
+			if json.Unmarshal(e.Payload, &p) != nil || p.Prompt.Kind != "approval" {
+				continue
+			}
+			var ap approvalPayload
+			json.Unmarshal(p.Prompt.Payload, &ap)
+			r := &approvalRecord{PromptID: p.Prompt.PromptID, Risk: ap.Risk, Reason: ap.Reason, Pattern: ap.Pattern}
+			approvals[ap.ToolCallID], byPrompt[r.PromptID] = r, r
+		case "prompt.closed":
+			var p struct {
+				PromptID   string            `json:"prompt_id"`
+				Resolution string            `json:"resolution"`
+				Response   json.RawMessage   `json:"response"`
+				AnsweredBy map[string]string `json:"answered_by"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			if r := byPrompt[p.PromptID]; r != nil {
+				var resp struct {
+					Choice string `json:"choice"`
+				}
+				json.Unmarshal(p.Response, &resp)
+				r.Resolution, r.Choice, r.AnsweredBy = p.Resolution, resp.Choice, p.AnsweredBy
+			}
+		}
+	}
+	return approvals
 }
