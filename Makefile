@@ -28,10 +28,10 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: ## Run every test, journeys included, under the race detector (about 10 min on 2 cores).
+test: ## Run every test, journeys included, under the race detector (a few minutes on 2 cores).
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ## Run every test without the race detector (about a third of the time; before a commit, run make test).
+test-short: ## Run every test without the race detector (faster; before a commit, run make test).
 	$(GO) test -count=1 -timeout 15m ./...
 
 bench: ## Run the benchmarks once each (see docs/performance.md for the figures).
