@@ -19,8 +19,8 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/sessiond, bin/sessionctl, bin/sessiond-load and bin/sessiond-fakemodel.
-	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	@mkdir -p "$(BIN)"
+	$(GO) build -ldflags '$(LDFLAGS)' -o "$(BIN)/" ./cmd/...
 
 run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops it gracefully.
 	$(BIN)/sessiond --home "$(SESSIOND_HOME)"
@@ -53,10 +53,10 @@ install: build ## Install sessiond and sessionctl, shell completion and a system
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions" \
 		"$(DESTDIR)$(PREFIX)/share/zsh/site-functions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d" \
 		"$(DESTDIR)$(PREFIX)/lib/systemd/user"
-	install -m 0755 $(BIN)/sessiond $(BIN)/sessionctl "$(DESTDIR)$(BINDIR)/"
-	$(BIN)/sessionctl completion bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/sessionctl"
-	$(BIN)/sessionctl completion zsh > "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_sessionctl"
-	$(BIN)/sessionctl completion fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/sessionctl.fish"
+	install -m 0755 "$(BIN)/sessiond" "$(BIN)/sessionctl" "$(DESTDIR)$(BINDIR)/"
+	"$(BIN)/sessionctl" completion bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/sessionctl"
+	"$(BIN)/sessionctl" completion zsh > "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_sessionctl"
+	"$(BIN)/sessionctl" completion fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/sessionctl.fish"
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/sessiond.service > "$(DESTDIR)$(PREFIX)/lib/systemd/user/sessiond.service"
 	@echo "installed under $(DESTDIR)$(PREFIX); as a service: systemctl --user daemon-reload && systemctl --user enable --now sessiond"
 

@@ -178,7 +178,7 @@ func TestMetricsAndAuditLog(t *testing.T) {
 		`msg="prompt opened" audit=true session_id=` + s,
 		`command="rm -rf ./victim && echo removed-it"`,
 		`msg="prompt answered" audit=true conn=`, `choice=once`,
-		`msg="tool command started" audit=true`, `cwd=` + cwd,
+		`msg="tool command started" audit=true`, `cwd=` + slogValue(cwd),
 		`msg="tool command ended" audit=true`, `result=ok exit_code=0 duration_ms=`, `bytes=11`,
 		`msg="model request failed" audit=true server=` + m.URL() + `/chat/completions status=500`,
 		`outcome=failed error=`,
@@ -197,4 +197,13 @@ func TestMetricsAndAuditLog(t *testing.T) {
 	if t.Failed() {
 		t.Logf("log:\n%s", logs)
 	}
+}
+
+// slogValue is s as slog's text handler prints a value: quoted when it
+// holds a space, a quote, '=' or a control character.
+func slogValue(s string) string {
+	if strings.ContainsAny(s, " \"=\t\n") {
+		return strconv.Quote(s)
+	}
+	return s
 }
