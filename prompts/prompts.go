@@ -154,9 +154,17 @@ func (m *Manager) deliver(o Outcome) {
 // closeEvent appends prompt.closed for p and delivers the outcome after
 // commit.
 func (m *Manager) closeEvent(tx *store.Tx, p Prompt, resolution string, response json.RawMessage) error {
+	return m.closeEventBy(tx, p, resolution, response, nil)
+}
+
+// closeEventBy is closeEvent with who answered (nil: nobody, or unknown).
+func (m *Manager) closeEventBy(tx *store.Tx, p Prompt, resolution string, response json.RawMessage, by any) error {
 	payload := map[string]any{"prompt_id": p.PromptID, "resolution": resolution}
 	if len(response) > 0 {
 		payload["response"] = response
+	}
+	if by != nil {
+		payload["answered_by"] = by
 	}
 	if _, err := tx.AppendEvent(p.SessionID, "prompt.closed", p.AdmissionID, p.ExecutionGeneration, payload); err != nil {
 		return err
@@ -272,6 +280,10 @@ type Response struct {
 	Kind       string
 	Generation int64
 	Answer     json.RawMessage // {"choice": …} or {"answer": …}
+	// AnsweredBy, when not nil, says who answered; it goes into the
+	// prompt.closed event as answered_by (e.g. {"conn": "12", "client":
+	// "sessionctl/1.0"}), for the transcript and the audit.
+	AnsweredBy any
 }
 
 // Respond answers a prompt of the live execution. It returns
@@ -324,7 +336,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 				return err
 			}
 		}
-		return m.closeEvent(tx, got, ResolutionAnswered, r.Answer)
+		return m.closeEventBy(tx, got, ResolutionAnswered, r.Answer, r.AnsweredBy)
 	})
 	if err != nil {
 		return "", err
