@@ -199,7 +199,11 @@ func TestInFlightLimitRefusesWithOverloaded(t *testing.T) {
 
 func TestSlowReaderIsClosedWith1008(t *testing.T) {
 	mux := NewMux()
-	url, conns := serve(t, mux, Options{SendQueue: 8, WriteTimeout: 500 * time.Millisecond})
+	// The write timeout is long: this test is about the send-queue bound.
+	// A write that times out makes the websocket library drop the TCP
+	// connection without a close frame, and on a loaded machine a 500 ms
+	// timeout could expire before the client below starts draining.
+	url, conns := serve(t, mux, Options{SendQueue: 8, WriteTimeout: 30 * time.Second})
 	c := dial(t, url)
 	sc := <-conns
 	// The client reads nothing while the server pushes large notifications
