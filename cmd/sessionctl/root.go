@@ -122,6 +122,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.interruptCommand(),
 		a.approveCommand(),
 		a.answerCommand(),
+		a.acpCommand(),
 	)
 	for _, c := range root.Commands() {
 		c.Long = c.Short + ".\n\n" + c.Long + "\n\n" + exitCodesPointer
