@@ -74,9 +74,10 @@ type bridge struct {
 	ctx    context.Context // ends when the bridge stops
 	cancel context.CancelFunc
 
-	mu    sync.Mutex
-	turns map[string]map[*acpTurn]bool // session id -> prompts in flight
-	notes map[string][]string          // session id -> notes for its first prompt
+	mu         sync.Mutex
+	clientCaps acp.ClientCapabilities       // from initialize
+	turns      map[string]map[*acpTurn]bool // session id -> prompts in flight
+	notes      map[string][]string          // session id -> notes for its first prompt
 }
 
 var (
@@ -119,6 +120,9 @@ func (b *bridge) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 	if err := b.call(ctx, rpc.MethodDaemonInfo, nil, &info); err != nil {
 		return acp.InitializeResponse{}, daemonErr(err)
 	}
+	b.mu.Lock()
+	b.clientCaps = p.ClientCapabilities
+	b.mu.Unlock()
 	title := "sessiond"
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
@@ -637,6 +641,13 @@ func (t *acpTurn) openPrompt(p rpc.Prompt) {
 		var cp clarifyPayload
 		json.Unmarshal(p.Payload, &cp)
 		opts, ok := clarifyOptions(cp)
+		t.b.mu.Lock()
+		elicit := t.b.clientCaps.Elicitation != nil && t.b.clientCaps.Elicitation.Form != nil
+		t.b.mu.Unlock()
+		if !ok && elicit && len(cp.Questions) > 0 {
+			go t.askElicitation(ctx, p, cp)
+			return
+		}
 		if !ok {
 			t.say(fmt.Sprintf("\n\n**The agent asks:** %s\n\nThis editor cannot take a free-text answer to a tool's question; answer it from a terminal with `%s` (the question waits until it times out).\n\n",
 				promptSummary(p), t.b.app.cmdline("answer", t.sessionID, p.PromptID, "'YOUR ANSWER'")))
@@ -686,6 +697,37 @@ func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayloa
 	if !ok {
 		t.say(fmt.Sprintf("\n\nThe question stays unanswered (it times out), or answer it with `%s`.\n\n",
 			t.b.app.cmdline("answer", t.sessionID, p.PromptID, "'YOUR ANSWER'")))
+		return
+	}
+	b, _ := json.Marshal(answer)
+	t.respond(p, rpc.RespondParams{Answer: b})
+}
+
+// askElicitation asks a clarification the permission card cannot carry
+// (free text, several questions, multi-select) as a form elicitation, for
+// editors that advertise elicitation.form.
+func (t *acpTurn) askElicitation(ctx context.Context, p rpc.Prompt, cp clarifyPayload) {
+	resp, err := t.b.conn.UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{Form: &acp.UnstableCreateElicitationForm{
+		Mode: "form", Message: promptSummary(p), RequestedSchema: elicitationSchema(cp),
+		Meta: map[string]any{"sessiond": map[string]any{"session_id": t.sessionID, "prompt_id": p.PromptID, "kind": "clarify"}},
+	}})
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		t.b.log.Warn("elicitation/create failed; the question stays open", "prompt", p.PromptID, "err", err)
+		t.say(fmt.Sprintf("\n\n**The agent asks:** %s\n\nAnswer it from a terminal with `%s`.\n\n", promptSummary(p),
+			t.b.app.cmdline("answer", t.sessionID, p.PromptID, "'YOUR ANSWER'")))
+		return
+	}
+	if resp.Accept == nil {
+		t.say(fmt.Sprintf("\n\nThe question stays unanswered (it times out), or answer it with `%s`.\n\n",
+			t.b.app.cmdline("answer", t.sessionID, p.PromptID, "'YOUR ANSWER'")))
+		return
+	}
+	answer, ok := elicitationAnswer(cp, resp.Accept.Content)
+	if !ok {
+		t.say("\n\nThe form came back without an answer to every question; the question stays open.\n\n")
 		return
 	}
 	b, _ := json.Marshal(answer)

@@ -95,6 +95,61 @@ func clarifyChoice(p clarifyPayload, o acp.RequestPermissionOutcome) (answer str
 	return p.Questions[0].Choices[i], true
 }
 
+// elicitationSchema is the form of a clarification: one property per
+// question, "q0", "q1", …, titled by the question; a string (with an enum
+// of the choices when it has some), or an array of choices for
+// multi-select. Every question is required.
+func elicitationSchema(p clarifyPayload) acp.UnstableElicitationSchema {
+	props := map[string]any{}
+	var req []string
+	for i, q := range p.Questions {
+		key := fmt.Sprintf("q%d", i)
+		prop := map[string]any{"type": "string", "title": q.Question}
+		switch {
+		case q.MultiSelect && len(q.Choices) > 0:
+			prop = map[string]any{"type": "array", "title": q.Question, "items": map[string]any{"type": "string", "enum": q.Choices}}
+		case len(q.Choices) > 0:
+			prop["enum"] = q.Choices
+		}
+		props[key] = prop
+		req = append(req, key)
+	}
+	return acp.UnstableElicitationSchema{Type: "object", Properties: props, Required: req}
+}
+
+// elicitationAnswer reads an accepted form into clarify.respond's answer:
+// the one question's answer (a string, or a list for multi-select), or one
+// answer per question in order (a multi-select one joined with ", ").
+func elicitationAnswer(p clarifyPayload, content map[string]any) (any, bool) {
+	var all []string
+	var single any
+	for i := range p.Questions {
+		v, ok := content[fmt.Sprintf("q%d", i)]
+		if !ok || v == nil {
+			return nil, false
+		}
+		switch x := v.(type) {
+		case string:
+			single = x
+			all = append(all, x)
+		case []any:
+			l := make([]string, 0, len(x))
+			for _, e := range x {
+				l = append(l, fmt.Sprint(e))
+			}
+			single = l
+			all = append(all, strings.Join(l, ", "))
+		default:
+			single = fmt.Sprint(x)
+			all = append(all, fmt.Sprint(x))
+		}
+	}
+	if len(p.Questions) == 1 {
+		return single, true
+	}
+	return all, len(all) > 0
+}
+
 // stopFor maps a settled admission to the prompt's stop reason, or to the
 // error the session/prompt request fails with (errText is the turn's error).
 //
@@ -260,7 +315,10 @@ func toolResult(name string, result string, ok *bool) (text string, failed bool)
 	if ok != nil && !*ok {
 		failed = true
 	}
-	return strings.TrimLeft(text, "\n"), failed
+	if text = strings.TrimLeft(text, "\n"); text == "" {
+		text = "(no output)"
+	}
+	return text, failed
 }
 
 // toolStatus is the ACP status of a finished tool call.

@@ -1,0 +1,210 @@
+// `sessionctl acp` played by an editor built on the official ACP SDK,
+// against a real sessiond with the fake model. Run by `make test` (after
+// `make build`): cd test/acp && npm ci && node --test.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { Daemon, Editor, eventually, methods, sessionctl, startFakeModel, tmp } from "./harness.js";
+
+let model, daemon, editor, ws, sessionId;
+
+before(async () => {
+  model = await startFakeModel();
+  const dir = tmp("acp-test-");
+  ws = tmp("acp-ws-");
+  daemon = new Daemon(path.join(dir, "home"),
+    `model: {provider: openai, default: fake-model, base_url: "${model.url}"}\napprovals: {mode: manual, timeout: 120}\n`);
+  await daemon.start();
+  editor = new Editor(daemon.home);
+});
+
+after(async () => {
+  await editor?.close();
+  await daemon?.stop();
+  model?.stop();
+});
+
+const allow = (optionId) => async () => ({ outcome: { outcome: "selected", optionId } });
+
+test("initialize negotiates version 1 and advertises loadSession and the sessiond version", async () => {
+  const r = await editor.initialize();
+  assert.equal(r.protocolVersion, 1);
+  assert.equal(r.agentCapabilities.loadSession, true);
+  assert.equal(r.agentCapabilities.promptCapabilities.embeddedContext, true);
+  assert.ok(!r.agentCapabilities.promptCapabilities.image, "images are not advertised");
+  assert.equal(r.agentInfo.name, "sessiond");
+  assert.ok(r.agentInfo.version, "agentInfo.version is the daemon's version");
+});
+
+test("initialize without a daemon on the home fails saying how to start one", async () => {
+  const empty = tmp("acp-nohome-");
+  const e = new Editor(empty);
+  try {
+    await assert.rejects(e.initialize(), (err) => {
+      assert.match(err.message, /no daemon running for home/);
+      assert.match(err.message, /sessiond --home/);
+      return true;
+    });
+  } finally {
+    await e.close();
+  }
+});
+
+test("session/new creates a daemon session; MCP servers are reported unsupported", async () => {
+  const r = await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] });
+  assert.match(r.sessionId, /^ses_/);
+  sessionId = r.sessionId;
+  const listed = await sessionctl(daemon.home, "sessions");
+  assert.ok(listed.includes(sessionId), `sessions lists ${sessionId}: ${listed}`);
+
+  const withMcp = await editor.request(methods.agent.session.new, {
+    cwd: ws, mcpServers: [{ name: "fs", command: "/bin/true", args: [], env: [] }],
+  });
+  assert.equal(withMcp._meta.sessiond.mcpServers, "unsupported");
+  const from = editor.updates.length;
+  const r2 = await editor.prompt(withMcp.sessionId, "ping");
+  assert.equal(r2.stopReason, "end_turn");
+  assert.match(editor.agentText(withMcp.sessionId, from), /does not support MCP servers/);
+});
+
+test("session/new with a relative cwd is refused with the daemon's reason", async () => {
+  await assert.rejects(editor.request(methods.agent.session.new, { cwd: "relative/dir", mcpServers: [] }), (err) => {
+    assert.equal(err.data.reason, "invalid_params");
+    return true;
+  });
+});
+
+test("a prompt streams as agent_message_chunk and ends end_turn", async () => {
+  const from = editor.updates.length;
+  const r = await editor.prompt(sessionId, "hello there");
+  assert.equal(r.stopReason, "end_turn");
+  const chunks = editor.updatesOf(sessionId, from).filter((u) => u.sessionUpdate === "agent_message_chunk");
+  assert.ok(chunks.length > 1, `streamed in several chunks, got ${chunks.length}`);
+  assert.equal(editor.agentText(sessionId, from), "You said: hello there");
+});
+
+test("an image in the prompt is refused as invalid params", async () => {
+  await assert.rejects(editor.request(methods.agent.session.prompt, {
+    sessionId, prompt: [{ type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }],
+  }), (err) => {
+    assert.equal(err.code, -32602);
+    assert.match(JSON.stringify(err.data), /images are not supported/);
+    return true;
+  });
+});
+
+test("a dangerous command answered allow_once runs", async () => {
+  editor.onPermission = allow("allow_once");
+  const from = editor.updates.length;
+  const nperm = editor.permissions.length;
+  const cmd = "rm -rf scratch && echo ran > allowed.txt";
+  const r = await editor.prompt(sessionId, `run: ${cmd}`);
+  assert.equal(r.stopReason, "end_turn");
+  const p = editor.permissions[nperm].params;
+  assert.deepEqual(p.options.map((o) => [o.optionId, o.kind]),
+    [["allow_once", "allow_once"], ["allow_always", "allow_always"], ["reject_once", "reject_once"]]);
+  assert.equal(p.toolCall.title, cmd);
+  assert.ok(existsSync(path.join(ws, "allowed.txt")), "the approved command ran");
+  const ups = editor.updatesOf(sessionId, from);
+  const call = ups.find((u) => u.sessionUpdate === "tool_call");
+  assert.equal(call.kind, "execute");
+  assert.equal(call.title, cmd);
+  assert.equal(call.rawInput.command, cmd);
+  const done = ups.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === call.toolCallId).at(-1);
+  assert.equal(done.status, "completed");
+  assert.match(editor.agentText(sessionId, from), /exited with status 0/);
+});
+
+test("a dangerous command answered reject_once does not run", async () => {
+  editor.onPermission = allow("reject_once");
+  const from = editor.updates.length;
+  const r = await editor.prompt(sessionId, "run: rm -rf scratch && echo ran > rejected.txt");
+  assert.equal(r.stopReason, "end_turn");
+  assert.ok(!existsSync(path.join(ws, "rejected.txt")), "the rejected command did not run");
+  const done = editor.updatesOf(sessionId, from).filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
+  assert.equal(done.status, "failed");
+});
+
+test("a clarification with choices is a permission request whose options are the choices", async () => {
+  editor.onPermission = async (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.name === "blue").optionId } });
+  const from = editor.updates.length;
+  const r = await editor.prompt(sessionId, "ask: Which colour? | red | blue");
+  assert.equal(r.stopReason, "end_turn");
+  assert.match(editor.agentText(sessionId, from), /You answered: blue/);
+});
+
+test("session/cancel mid-turn ends the prompt cancelled", async () => {
+  const from = editor.updates.length;
+  const pending = editor.prompt(sessionId, "run: sleep 60");
+  await eventually("the sleep tool call", () => editor.updatesOf(sessionId, from).some((u) => u.sessionUpdate === "tool_call"));
+  await editor.notify(methods.agent.session.cancel, { sessionId });
+  const r = await pending;
+  assert.equal(r.stopReason, "cancelled");
+});
+
+test("session/load replays the history before answering", async () => {
+  const e2 = new Editor(daemon.home);
+  try {
+    await e2.initialize();
+    const r = await e2.request(methods.agent.session.load, { sessionId, cwd: ws, mcpServers: [] });
+    assert.ok(r !== undefined);
+    const ups = e2.updatesOf(sessionId);
+    const users = ups.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
+    assert.ok(users.includes("hello there"), `user messages replayed: ${JSON.stringify(users)}`);
+    assert.ok(users.includes("run: rm -rf scratch && echo ran > allowed.txt"));
+    assert.match(e2.agentText(sessionId), /You said: hello there/);
+    const calls = ups.filter((u) => u.sessionUpdate === "tool_call");
+    const allowed = calls.find((c) => c.title === "rm -rf scratch && echo ran > allowed.txt");
+    assert.equal(allowed.kind, "execute");
+    const fin = ups.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === allowed.toolCallId).at(-1);
+    assert.equal(fin.status, "completed");
+    const rejected = calls.find((c) => c.title === "rm -rf scratch && echo ran > rejected.txt");
+    const rfin = ups.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === rejected.toolCallId).at(-1);
+    assert.equal(rfin.status, "failed");
+  } finally {
+    await e2.close();
+  }
+});
+
+test("the daemon SIGKILLed with a prompt queued behind a running one: each input runs at most once, the unknown one ends with the resolve command", async () => {
+  const s = (await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
+  const held = [];
+  editor.onPermission = (params, signal) => new Promise((resolve) => {
+    held.push(params);
+    signal.addEventListener("abort", () => resolve({ outcome: { outcome: "cancelled" } }));
+  });
+  const textA = "run: rm -rf crashdir && echo a > crash.txt";
+  const textB = "after the crash";
+  const from = editor.updates.length;
+  const a = editor.prompt(s, textA);
+  a.catch(() => {}); // inspected below
+  await eventually("the approval of A", () => held.length === 1);
+  const b = editor.prompt(s, textB);
+  await eventually("B queued behind A", async () => {
+    const p = JSON.parse(await sessionctl(daemon.home, "pending", s, "--json"));
+    return p.pending.length === 2 && p.pending[1].status === "queued";
+  });
+
+  await daemon.kill();
+  await daemon.start();
+
+  let errA;
+  await a.then(() => assert.fail("A must not succeed"), (e) => { errA = e; });
+  assert.equal(errA.data.reason, "unknown_execution");
+  assert.match(errA.message, /sessionctl .*resolve /);
+  const resolve = errA.data.resolve;
+  assert.match(resolve, new RegExp(`resolve ${s} adm_`));
+  assert.ok(!existsSync(path.join(ws, "crash.txt")), "the unapproved command never ran");
+
+  await eventually("the note that B is held", () => /queued behind a turn the daemon lost/.test(editor.agentText(s, from)));
+  const adm = resolve.split(" ").at(-1);
+  await sessionctl(daemon.home, "resolve", s, adm, "--yes");
+  const rb = await b;
+  assert.equal(rb.stopReason, "end_turn");
+  assert.match(editor.agentText(s, from), /You said: after the crash/);
+
+  const inputs = model.inputs();
+  assert.equal(inputs.filter((x) => x === textA).length, 1, `A reached the model once: ${JSON.stringify(inputs)}`);
+  assert.equal(inputs.filter((x) => x === textB).length, 1, `B reached the model once: ${JSON.stringify(inputs)}`);
+});
