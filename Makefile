@@ -8,7 +8,7 @@ LDFLAGS := -X github.com/sessiond/sessiond/daemon.Version=$(VERSION) -X main.ver
 SESSIOND_HOME ?= $(CURDIR)/.home
 export SESSIOND_HOME
 
-.PHONY: help build run fake-model test test-short bench load lint fmt clean
+.PHONY: help build run fake-model test test-acp test-short bench load lint fmt clean
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,8 +23,16 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: ## Run every test, journeys included, under the race detector.
+test: ## Run every test, journeys included, under the race detector, then the ACP editor test (Node).
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) test-acp
+
+# The ACP bridge played by an editor on the official @agentclientprotocol/sdk
+# (test/acp; needs Node 20+ and npm). It runs the binaries of bin/.
+test-acp: build ## Run the Node test of `sessionctl acp` (npm ci on first use).
+	@command -v node >/dev/null || { echo "make test-acp needs Node.js 20+ (apt-get install nodejs npm)"; exit 1; }
+	@[ -d test/acp/node_modules/@agentclientprotocol/sdk ] || (cd test/acp && npm ci --no-audit --no-fund)
+	cd test/acp && node --test
 
 test-short: ## Run the tests without the race detector (faster while editing).
 	$(GO) test -count=1 ./...
@@ -45,4 +53,4 @@ fmt: ## Format the Go sources.
 	gofmt -w $$(git ls-files '*.go')
 
 clean: ## Remove build output (not .home).
-	rm -rf $(BIN) bench.out
+	rm -rf $(BIN) bench.out test/acp/node_modules
