@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -51,7 +53,7 @@ from your editor" and docs/protocol.md, "ACP bridge".`,
 	cmd.RunE = a.verb(false, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		b := newBridge(a, log, reconnectFor)
-		conn := acp.NewAgentSideConnection(b, a.stdout, a.stdin)
+		conn := acp.NewAgentSideConnection(b, &scopeWriter{w: a.stdout}, a.stdin)
 		conn.SetLogger(log)
 		b.conn = conn
 		select {
@@ -269,6 +271,7 @@ type acpTurn struct {
 	generation  *int64
 	lastSeq     int64
 	warnedHeld  bool
+	failureSaid bool
 
 	cancelCh        chan struct{}
 	cancelRequested bool
@@ -342,8 +345,22 @@ func (t *acpTurn) run() (acp.StopReason, error) {
 	}
 }
 
+// sayFailure ends a failed turn's stream with the daemon's reason, once.
+func (t *acpTurn) sayFailure() {
+	if t.outcome != "failed" || t.failureSaid {
+		return
+	}
+	t.failureSaid = true
+	msg := t.errText
+	if msg == "" {
+		msg = "the turn failed"
+	}
+	t.say("\n\n**Turn failed:** " + msg + "\n")
+}
+
 // finish maps the settled admission to the response.
 func (t *acpTurn) finish() (acp.StopReason, error) {
+	t.sayFailure() // the receipt may have settled before turn.completed came
 	stop, rerr := stopFor(t.status, t.outcome, t.errText, t.b.app.cmdline("resolve", t.sessionID, t.admissionID))
 	if rerr != nil {
 		return "", rerr
@@ -616,10 +633,8 @@ func (t *acpTurn) apply(ev rpc.Event) {
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			return
 		}
-		if p.Outcome == "failed" && p.Error != "" {
-			t.say("\n\n**Turn failed:** " + p.Error + "\n")
-		}
 		t.status, t.outcome, t.errText = "terminal", p.Outcome, p.Error
+		t.sayFailure()
 	}
 }
 
@@ -709,7 +724,7 @@ func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayloa
 func (t *acpTurn) askElicitation(ctx context.Context, p rpc.Prompt, cp clarifyPayload) {
 	resp, err := t.b.conn.UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{Form: &acp.UnstableCreateElicitationForm{
 		Mode: "form", Message: promptSummary(p), RequestedSchema: elicitationSchema(cp),
-		Meta: map[string]any{"sessiond": map[string]any{"session_id": t.sessionID, "prompt_id": p.PromptID, "kind": "clarify"}},
+		Meta: map[string]any{"sessiond": map[string]any{"session_id": t.sessionID, "tool_call_id": cp.ToolCallID, "prompt_id": p.PromptID, "kind": "clarify"}},
 	}})
 	if ctx.Err() != nil {
 		return
@@ -794,4 +809,55 @@ func (b *bridge) SetSessionConfigOption(ctx context.Context, p acp.SetSessionCon
 
 func (b *bridge) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
+}
+
+// scopeWriter passes the SDK's frames to w, one Write per frame. It adds the
+// session scope (sessionId, toolCallId) that the ACP schema requires on
+// elicitation/create and that acp-go-sdk v0.13.0's request type cannot
+// carry, taking it from the request's _meta.sessiond.
+type scopeWriter struct{ w io.Writer }
+
+func (s *scopeWriter) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"method":"elicitation/create"`)) {
+		if out, ok := addElicitationScope(b); ok {
+			if _, err := s.w.Write(out); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
+	return s.w.Write(b)
+}
+
+// addElicitationScope rewrites one elicitation/create frame (a JSON line)
+// with params.sessionId and params.toolCallId from params._meta.sessiond.
+func addElicitationScope(frame []byte) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(frame, &m) != nil {
+		return nil, false
+	}
+	var params map[string]any
+	if json.Unmarshal(m["params"], &params) != nil {
+		return nil, false
+	}
+	meta, _ := params["_meta"].(map[string]any)
+	sd, _ := meta["sessiond"].(map[string]any)
+	sid, _ := sd["session_id"].(string)
+	if sid == "" {
+		return nil, false
+	}
+	params["sessionId"] = sid
+	if tc, _ := sd["tool_call_id"].(string); tc != "" {
+		params["toolCallId"] = tc
+	}
+	pb, err := json.Marshal(params)
+	if err != nil {
+		return nil, false
+	}
+	m["params"] = pb
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, false
+	}
+	return append(out, '\n'), true
 }

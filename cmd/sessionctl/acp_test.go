@@ -235,3 +235,28 @@ func TestACPRefusalKeepsTheDaemonReason(t *testing.T) {
 		t.Errorf("refusal = %+v", e)
 	}
 }
+
+func TestACPElicitationScope(t *testing.T) {
+	frame := []byte(`{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{}},"_meta":{"sessiond":{"session_id":"ses_1","tool_call_id":"call_1"}}}}` + "\n")
+	var buf strings.Builder
+	w := &scopeWriter{w: &buf}
+	if n, err := w.Write(frame); err != nil || n != len(frame) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	var m struct {
+		ID     int            `json:"id"`
+		Params map[string]any `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &m); err != nil || !strings.HasSuffix(buf.String(), "}\n") {
+		t.Fatalf("rewritten frame %q: %v", buf.String(), err)
+	}
+	if m.ID != 3 || m.Params["sessionId"] != "ses_1" || m.Params["toolCallId"] != "call_1" || m.Params["mode"] != "form" {
+		t.Errorf("rewritten frame = %s", buf.String())
+	}
+	other := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}` + "\n")
+	buf.Reset()
+	w.Write(other)
+	if buf.String() != string(other) {
+		t.Errorf("other frames changed: %q", buf.String())
+	}
+}

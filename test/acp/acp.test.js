@@ -186,7 +186,10 @@ test("the daemon SIGKILLed with a prompt queued behind a running one: each input
     return p.pending.length === 2 && p.pending[1].status === "queued";
   });
 
+  const permA = editor.permissions.at(-1);
   await daemon.kill();
+  // The daemon's end closes A's approval: the editor's card is withdrawn at once.
+  await eventually("A's permission request withdrawn", () => permA.aborted);
   await daemon.start();
 
   let errA;
@@ -204,7 +207,94 @@ test("the daemon SIGKILLed with a prompt queued behind a running one: each input
   assert.equal(rb.stopReason, "end_turn");
   assert.match(editor.agentText(s, from), /You said: after the crash/);
 
+  assert.ok(editor.stderr.some((l) => /reconnected to the daemon; resuming/.test(l)), "the bridge reconnected");
   const inputs = model.inputs();
   assert.equal(inputs.filter((x) => x === textA).length, 1, `A reached the model once: ${JSON.stringify(inputs)}`);
   assert.equal(inputs.filter((x) => x === textB).length, 1, `B reached the model once: ${JSON.stringify(inputs)}`);
+});
+
+test("a permission request the editor cancels is a deny: the command does not run", async () => {
+  editor.onPermission = async () => ({ outcome: { outcome: "cancelled" } });
+  const from = editor.updates.length;
+  const r = await editor.prompt(sessionId, "run: rm -rf scratch && echo ran > cancelled.txt");
+  assert.equal(r.stopReason, "end_turn");
+  assert.ok(!existsSync(path.join(ws, "cancelled.txt")), "the command of a cancelled permission request did not run");
+  assert.match(editor.agentText(sessionId, from), /did not run normally/);
+});
+
+test("a free-text clarification is a form elicitation when the editor advertises it", async () => {
+  const e2 = new Editor(daemon.home, { elicitation: true });
+  try {
+    await e2.initialize();
+    const s = (await e2.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
+    e2.onElicitation = async () => ({ action: "accept", content: { q0: "Ada" } });
+    const r = await e2.prompt(s, "ask: What is your name?");
+    assert.equal(r.stopReason, "end_turn");
+    assert.equal(e2.elicitations.length, 1);
+    assert.equal(e2.elicitations[0].mode, "form");
+    assert.equal(e2.elicitations[0].requestedSchema.properties.q0.title, "What is your name?");
+    assert.match(e2.agentText(s), /You answered: Ada/);
+  } finally {
+    await e2.close();
+  }
+});
+
+test("without elicitation, a free-text clarification is an agent message saying how to answer", async () => {
+  const from = editor.updates.length;
+  const pending = editor.prompt(sessionId, "ask: What is your name?");
+  const text = await eventually("the how-to-answer message", () => {
+    const t = editor.agentText(sessionId, from);
+    return /answer .*prm_/.test(t) && t;
+  });
+  const cmd = /`([^`]*answer [^`]*)`/.exec(text)[1];
+  assert.match(cmd, new RegExp(`sessionctl --home \\S+ answer ${sessionId} prm_\\S+ 'YOUR ANSWER'`));
+  const [, promptId] = / (prm_\S+) /.exec(cmd);
+  await sessionctl(daemon.home, "answer", sessionId, promptId, "Grace");
+  const r = await pending;
+  assert.equal(r.stopReason, "end_turn");
+  assert.match(editor.agentText(sessionId, from), /You answered: Grace/);
+});
+
+test("max iterations end max_turn_requests; a graceful daemon stop mid-turn ends cancelled", async () => {
+  const d = new Daemon(path.join(tmp("acp-other-"), "home"),
+    `model: {provider: openai, default: fake-model, base_url: "${model.url}"}\napprovals: {mode: "off"}\nagent: {max_iterations: 1}\n`);
+  await d.start();
+  const e = new Editor(d.home);
+  try {
+    await e.initialize();
+    const s = (await e.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
+    const r = await e.prompt(s, "run: echo one call");
+    assert.equal(r.stopReason, "max_turn_requests");
+
+    const from = e.updates.length;
+    const pending = e.prompt(s, "run: sleep 60");
+    await eventually("the sleep tool call", () => e.updatesOf(s, from).some((u) => u.sessionUpdate === "tool_call"));
+    await d.stop();
+    const r2 = await pending;
+    assert.equal(r2.stopReason, "cancelled");
+  } finally {
+    await e.close();
+    await d.stop();
+  }
+});
+
+test("a failed turn is a JSON-RPC error with the daemon's reason, and a final agent message", async () => {
+  const d = new Daemon(path.join(tmp("acp-broken-"), "home"),
+    `model: {provider: openai, default: fake-model, base_url: "${model.url}/broken"}\napprovals: {mode: manual}\n`);
+  await d.start();
+  const e = new Editor(d.home);
+  try {
+    await e.initialize();
+    const s = (await e.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
+    await assert.rejects(e.prompt(s, "hello"), (err) => {
+      assert.equal(err.data.reason, "turn_failed");
+      assert.ok(err.data.error, "the daemon's error text");
+      assert.match(err.message, /^turn failed: /);
+      return true;
+    });
+    assert.match(e.agentText(s), /Turn failed:/);
+  } finally {
+    await e.close();
+    await d.stop();
+  }
 });

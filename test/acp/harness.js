@@ -138,7 +138,10 @@ export async function sessionctl(home, ...args) {
 // through onPermission (a function of the request params and the abort
 // signal; default: cancelled).
 export class Editor {
-  constructor(home) {
+  constructor(home, { elicitation = false } = {}) {
+    this.elicitation = elicitation;
+    this.elicitations = [];
+    this.onElicitation = async () => ({ action: "cancel" });
     this.home = home;
     this.updates = [];
     this.permissions = [];
@@ -162,6 +165,12 @@ export class Editor {
         entry.answered = true;
         return res;
       });
+    if (elicitation) {
+      app.onRequest(methods.client.elicitation.create, async ({ params }) => {
+        this.elicitations.push(params);
+        return this.onElicitation(params);
+      });
+    }
     this.conn = app.connect(stream);
     this.agent = this.conn.agent;
   }
@@ -172,7 +181,10 @@ export class Editor {
   initialize() {
     return this.request(methods.agent.initialize, {
       protocolVersion: 1,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: {
+        fs: { readTextFile: false, writeTextFile: false }, terminal: false,
+        ...(this.elicitation ? { elicitation: { form: {} } } : {}),
+      },
       clientInfo: { name: "sessiond-acp-test", version: "1" },
     });
   }
