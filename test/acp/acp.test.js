@@ -9,6 +9,9 @@ import { Daemon, Editor, eventually, methods, sessionctl, startFakeModel, tmp } 
 
 let model, daemon, editor, ws, sessionId;
 
+// T is a test that fails, rather than hangs, when a prompt never ends.
+const T = (name, fn) => test(name, { timeout: 60000 }, fn);
+
 before(async () => {
   model = await startFakeModel();
   const dir = tmp("acp-test-");
@@ -27,7 +30,7 @@ after(async () => {
 
 const allow = (optionId) => async () => ({ outcome: { outcome: "selected", optionId } });
 
-test("initialize negotiates version 1 and advertises loadSession and the sessiond version", async () => {
+T("initialize negotiates version 1 and advertises loadSession and the sessiond version", async () => {
   const r = await editor.initialize();
   assert.equal(r.protocolVersion, 1);
   assert.equal(r.agentCapabilities.loadSession, true);
@@ -37,7 +40,7 @@ test("initialize negotiates version 1 and advertises loadSession and the session
   assert.ok(r.agentInfo.version, "agentInfo.version is the daemon's version");
 });
 
-test("initialize without a daemon on the home fails saying how to start one", async () => {
+T("initialize without a daemon on the home fails saying how to start one", async () => {
   const empty = tmp("acp-nohome-");
   const e = new Editor(empty);
   try {
@@ -51,7 +54,7 @@ test("initialize without a daemon on the home fails saying how to start one", as
   }
 });
 
-test("session/new creates a daemon session; MCP servers are reported unsupported", async () => {
+T("session/new creates a daemon session; MCP servers are reported unsupported", async () => {
   const r = await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] });
   assert.match(r.sessionId, /^ses_/);
   sessionId = r.sessionId;
@@ -68,14 +71,14 @@ test("session/new creates a daemon session; MCP servers are reported unsupported
   assert.match(editor.agentText(withMcp.sessionId, from), /does not support MCP servers/);
 });
 
-test("session/new with a relative cwd is refused with the daemon's reason", async () => {
+T("session/new with a relative cwd is refused with the daemon's reason", async () => {
   await assert.rejects(editor.request(methods.agent.session.new, { cwd: "relative/dir", mcpServers: [] }), (err) => {
     assert.equal(err.data.reason, "invalid_params");
     return true;
   });
 });
 
-test("a prompt streams as agent_message_chunk and ends end_turn", async () => {
+T("a prompt streams as agent_message_chunk and ends end_turn", async () => {
   const from = editor.updates.length;
   const r = await editor.prompt(sessionId, "hello there");
   assert.equal(r.stopReason, "end_turn");
@@ -84,7 +87,7 @@ test("a prompt streams as agent_message_chunk and ends end_turn", async () => {
   assert.equal(editor.agentText(sessionId, from), "You said: hello there");
 });
 
-test("an image in the prompt is refused as invalid params", async () => {
+T("an image in the prompt is refused as invalid params", async () => {
   await assert.rejects(editor.request(methods.agent.session.prompt, {
     sessionId, prompt: [{ type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }],
   }), (err) => {
@@ -94,7 +97,7 @@ test("an image in the prompt is refused as invalid params", async () => {
   });
 });
 
-test("a dangerous command answered allow_once runs", async () => {
+T("a dangerous command answered allow_once runs", async () => {
   editor.onPermission = allow("allow_once");
   const from = editor.updates.length;
   const nperm = editor.permissions.length;
@@ -116,7 +119,7 @@ test("a dangerous command answered allow_once runs", async () => {
   assert.match(editor.agentText(sessionId, from), /exited with status 0/);
 });
 
-test("a dangerous command answered reject_once does not run", async () => {
+T("a dangerous command answered reject_once does not run", async () => {
   editor.onPermission = allow("reject_once");
   const from = editor.updates.length;
   const r = await editor.prompt(sessionId, "run: rm -rf scratch && echo ran > rejected.txt");
@@ -126,7 +129,7 @@ test("a dangerous command answered reject_once does not run", async () => {
   assert.equal(done.status, "failed");
 });
 
-test("a clarification with choices is a permission request whose options are the choices", async () => {
+T("a clarification with choices is a permission request whose options are the choices", async () => {
   editor.onPermission = async (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.name === "blue").optionId } });
   const from = editor.updates.length;
   const r = await editor.prompt(sessionId, "ask: Which colour? | red | blue");
@@ -134,7 +137,7 @@ test("a clarification with choices is a permission request whose options are the
   assert.match(editor.agentText(sessionId, from), /You answered: blue/);
 });
 
-test("session/cancel mid-turn ends the prompt cancelled", async () => {
+T("session/cancel mid-turn ends the prompt cancelled", async () => {
   const from = editor.updates.length;
   const pending = editor.prompt(sessionId, "run: sleep 60");
   await eventually("the sleep tool call", () => editor.updatesOf(sessionId, from).some((u) => u.sessionUpdate === "tool_call"));
@@ -143,7 +146,7 @@ test("session/cancel mid-turn ends the prompt cancelled", async () => {
   assert.equal(r.stopReason, "cancelled");
 });
 
-test("session/load replays the history before answering", async () => {
+T("session/load replays the history before answering", async () => {
   const e2 = new Editor(daemon.home);
   try {
     await e2.initialize();
@@ -167,7 +170,7 @@ test("session/load replays the history before answering", async () => {
   }
 });
 
-test("the daemon SIGKILLed with a prompt queued behind a running one: each input runs at most once, the unknown one ends with the resolve command", async () => {
+T("the daemon SIGKILLed with a prompt queued behind a running one: each input runs at most once, the unknown one ends with the resolve command", async () => {
   const s = (await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
   const held = [];
   editor.onPermission = (params, signal) => new Promise((resolve) => {
@@ -213,7 +216,7 @@ test("the daemon SIGKILLed with a prompt queued behind a running one: each input
   assert.equal(inputs.filter((x) => x === textB).length, 1, `B reached the model once: ${JSON.stringify(inputs)}`);
 });
 
-test("a permission request the editor cancels is a deny: the command does not run", async () => {
+T("a permission request the editor cancels is a deny: the command does not run", async () => {
   editor.onPermission = async () => ({ outcome: { outcome: "cancelled" } });
   const from = editor.updates.length;
   const r = await editor.prompt(sessionId, "run: rm -rf scratch && echo ran > cancelled.txt");
@@ -222,7 +225,7 @@ test("a permission request the editor cancels is a deny: the command does not ru
   assert.match(editor.agentText(sessionId, from), /did not run normally/);
 });
 
-test("a free-text clarification is a form elicitation when the editor advertises it", async () => {
+T("a free-text clarification is a form elicitation when the editor advertises it", async () => {
   const e2 = new Editor(daemon.home, { elicitation: true });
   try {
     await e2.initialize();
@@ -239,7 +242,7 @@ test("a free-text clarification is a form elicitation when the editor advertises
   }
 });
 
-test("without elicitation, a free-text clarification is an agent message saying how to answer", async () => {
+T("without elicitation, a free-text clarification is an agent message saying how to answer", async () => {
   const from = editor.updates.length;
   const pending = editor.prompt(sessionId, "ask: What is your name?");
   const text = await eventually("the how-to-answer message", () => {
@@ -255,7 +258,7 @@ test("without elicitation, a free-text clarification is an agent message saying 
   assert.match(editor.agentText(sessionId, from), /You answered: Grace/);
 });
 
-test("max iterations end max_turn_requests; a graceful daemon stop mid-turn ends cancelled", async () => {
+T("max iterations end max_turn_requests; a graceful daemon stop mid-turn ends cancelled", async () => {
   const d = new Daemon(path.join(tmp("acp-other-"), "home"),
     `model: {provider: openai, default: fake-model, base_url: "${model.url}"}\napprovals: {mode: "off"}\nagent: {max_iterations: 1}\n`);
   await d.start();
@@ -278,7 +281,7 @@ test("max iterations end max_turn_requests; a graceful daemon stop mid-turn ends
   }
 });
 
-test("a failed turn is a JSON-RPC error with the daemon's reason, and a final agent message", async () => {
+T("a failed turn is a JSON-RPC error with the daemon's reason, and a final agent message", async () => {
   const d = new Daemon(path.join(tmp("acp-broken-"), "home"),
     `model: {provider: openai, default: fake-model, base_url: "${model.url}/broken"}\napprovals: {mode: manual}\n`);
   await d.start();
