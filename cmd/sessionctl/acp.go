@@ -42,11 +42,19 @@ daemon restarts or the connection drops, the bridge reconnects (re-reading
 daemon.json), resumes after the last event it saw and resubmits with the same
 key, so a prompt runs exactly once. Approvals become permission requests
 (allow once, allow for this session, reject); clarifications with choices
-become permission requests whose options are the choices. See README "Use it
-from your editor" and docs/protocol.md, "ACP bridge".`,
-		Example: `  # Zed settings.json
-  "agent_servers": { "sessiond": { "command": "sessionctl", "args": ["acp"],
-                                   "env": { "SESSIOND_HOME": "/home/me/.sessiond" } } }`,
+become permission requests whose options are the choices; free-text ones a
+form (elicitation) when the editor offers it, else an agent message with the
+` + "`sessionctl answer`" + ` command. A prompt the daemon lost in a crash fails with
+the ` + "`sessionctl resolve`" + ` command to run. See README "Use it from your
+editor" and docs/protocol.md, "H. The ACP bridge".`,
+		Example: `  # Zed settings.json (Zed before v0.208: drop "type")
+  "agent_servers": {
+    "sessiond": { "type": "custom", "command": "/usr/local/bin/sessionctl", "args": ["acp"],
+                  "env": { "SESSIOND_HOME": "/home/me/.sessiond" } }
+  }
+
+  # any other ACP client: run this command on the client's stdio
+  sessionctl --home /home/me/.sessiond acp`,
 		Args: args(0, "no arguments"),
 	}
 	cmd.Flags().DurationVar(&reconnectFor, "reconnect-timeout", 5*time.Minute, "how long a prompt keeps reconnecting to a lost daemon before it fails")
