@@ -28,11 +28,13 @@ test: ## Run every test, journeys included, under the race detector, then the AC
 	$(MAKE) test-acp
 
 # The ACP bridge played by an editor on the official @agentclientprotocol/sdk
-# (test/acp; needs Node 20+ and npm). It runs the binaries of bin/.
+# (test/acp; needs Node 20+ and npm). It runs the binaries of bin/, the
+# bridge built with -race (a data race it reports fails the test).
 test-acp: build ## Run the Node test of `sessionctl acp` (npm ci on first use).
 	@command -v node >/dev/null || { echo "make test-acp needs Node.js 20+ (apt-get install nodejs npm)"; exit 1; }
 	@[ -d test/acp/node_modules/@agentclientprotocol/sdk ] || (cd test/acp && npm ci --no-audit --no-fund)
-	cd test/acp && node --test
+	$(GO) build -race -ldflags '$(LDFLAGS)' -o $(BIN)/race/ ./cmd/sessionctl
+	cd test/acp && ACP_SESSIONCTL=$(CURDIR)/$(BIN)/race/sessionctl node --test
 
 test-short: ## Run the tests without the race detector (faster while editing).
 	$(GO) test -count=1 ./...

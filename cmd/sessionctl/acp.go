@@ -61,9 +61,11 @@ editor" and docs/protocol.md, "H. The ACP bridge".`,
 	cmd.RunE = a.verb(false, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		b := newBridge(a, log, reconnectFor)
+		// The SDK logs through slog.Default (its SetLogger races with the
+		// reader it has already started), so the default goes to stderr too.
+		slog.SetDefault(log)
 		conn := acp.NewAgentSideConnection(b, &scopeWriter{w: a.stdout}, a.stdin)
-		conn.SetLogger(log)
-		b.conn = conn
+		b.setConn(conn)
 		select {
 		case <-conn.Done():
 		case <-ctx.Done():
@@ -77,7 +79,8 @@ editor" and docs/protocol.md, "H. The ACP bridge".`,
 // bridge is the ACP agent: one per `sessionctl acp` process.
 type bridge struct {
 	app          *app
-	conn         *acp.AgentSideConnection
+	conn         *acp.AgentSideConnection // set once, before ready closes
+	ready        chan struct{}
 	log          *slog.Logger
 	reconnectFor time.Duration
 
@@ -97,11 +100,24 @@ var (
 
 func newBridge(a *app, log *slog.Logger, reconnectFor time.Duration) *bridge {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &bridge{app: a, log: log, reconnectFor: reconnectFor, ctx: ctx, cancel: cancel,
+	return &bridge{app: a, log: log, reconnectFor: reconnectFor, ctx: ctx, cancel: cancel, ready: make(chan struct{}),
 		turns: map[string]map[*acpTurn]bool{}, notes: map[string][]string{}}
 }
 
 func (b *bridge) stop() { b.cancel() }
+
+// setConn hands the bridge its connection; the SDK's reader may deliver a
+// request before NewAgentSideConnection returns, so handlers wait for it.
+func (b *bridge) setConn(c *acp.AgentSideConnection) {
+	b.conn = c
+	close(b.ready)
+}
+
+// client is the editor's connection (see setConn).
+func (b *bridge) client() *acp.AgentSideConnection {
+	<-b.ready
+	return b.conn
+}
 
 // daemonErr turns an error of a daemon call into the ACP error sent back:
 // a daemon refusal keeps its code and reason; no daemon or a lost one gives
@@ -180,7 +196,7 @@ func (b *bridge) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp
 		return acp.LoadSessionResponse{}, daemonErr(err)
 	}
 	for _, u := range replayUpdates(snap.Messages) {
-		if err := b.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
+		if err := b.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
 			return acp.LoadSessionResponse{}, err
 		}
 	}
@@ -303,7 +319,7 @@ func (t *acpTurn) requestCancel() {
 
 // update sends one session/update for the turn's session.
 func (t *acpTurn) update(u acp.SessionUpdate) {
-	if err := t.b.conn.SessionUpdate(t.b.ctx, acp.SessionNotification{SessionId: acp.SessionId(t.sessionID), Update: u}); err != nil {
+	if err := t.b.client().SessionUpdate(t.b.ctx, acp.SessionNotification{SessionId: acp.SessionId(t.sessionID), Update: u}); err != nil {
 		t.b.log.Debug("session/update not sent", "err", err)
 	}
 }
@@ -477,13 +493,15 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 }
 
 // cancelOn withdraws the admission when queued, or interrupts its turn.
+// When the admission started meanwhile (not_queued) or its generation is
+// not known yet, the session's snapshot says whether it runs and under
+// which generation.
 func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var err error
 	if t.status == "queued" {
 		var r rpc.Receipt
-		err = c.Call(cctx, rpc.MethodPromptCancel, rpc.AdmissionRef{SessionID: t.sessionID, AdmissionID: t.admissionID}, &r)
+		err := c.Call(cctx, rpc.MethodPromptCancel, rpc.AdmissionRef{SessionID: t.sessionID, AdmissionID: t.admissionID}, &r)
 		if err == nil {
 			t.setReceipt(r)
 			return
@@ -492,13 +510,23 @@ func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 			t.b.log.Warn("session/cancel: prompt.cancel failed", "admission", t.admissionID, "err", err)
 			return
 		}
-		// It started meanwhile: interrupt it below.
 	}
-	if t.generation == nil {
-		return
+	gen := t.generation
+	if t.status != "started" || gen == nil {
+		// On a connection of its own: a second subscription on c would
+		// deliver this session's deltas twice.
+		var snap rpc.Snapshot
+		if err := t.b.call(cctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: t.sessionID, AfterSeq: &t.lastSeq}, &snap); err != nil {
+			t.b.log.Warn("session/cancel: reading the session failed", "admission", t.admissionID, "err", err)
+			return
+		}
+		if snap.Running == nil || *snap.Running != t.admissionID {
+			return // settled already, or not ours: nothing to stop
+		}
+		g := snap.ExecutionGeneration
+		gen = &g
 	}
-	err = c.Call(cctx, rpc.MethodInterrupt, rpc.InterruptParams{SessionID: t.sessionID, ExecutionGeneration: t.generation}, nil)
-	if err != nil {
+	if err := c.Call(cctx, rpc.MethodInterrupt, rpc.InterruptParams{SessionID: t.sessionID, ExecutionGeneration: gen}, nil); err != nil {
 		t.b.log.Warn("session/cancel: session.interrupt failed", "admission", t.admissionID, "err", err)
 	}
 }
@@ -685,7 +713,7 @@ func (t *acpTurn) askApproval(ctx context.Context, p rpc.Prompt) {
 	json.Unmarshal(p.Payload, &ap)
 	title := ap.Command
 	raw := map[string]any{"command": ap.Command, "cwd": ap.Cwd, "risk": ap.Risk, "reason": ap.Reason, "pattern": ap.Pattern}
-	resp, err := t.b.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+	resp, err := t.b.client().RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(t.sessionID),
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(ap.ToolCallID), Title: &title, Kind: acp.Ptr(acp.ToolKindExecute),
 			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: raw,
@@ -706,7 +734,7 @@ func (t *acpTurn) askApproval(ctx context.Context, p rpc.Prompt) {
 
 func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayload, opts []acp.PermissionOption) {
 	q := cp.Questions[0].Question
-	resp, err := t.b.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+	resp, err := t.b.client().RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(t.sessionID),
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(cp.ToolCallID), Title: &q, Kind: acp.Ptr(acp.ToolKindThink),
 			Status: acp.Ptr(acp.ToolCallStatusPending)},
@@ -730,7 +758,7 @@ func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayloa
 // (free text, several questions, multi-select) as a form elicitation, for
 // editors that advertise elicitation.form.
 func (t *acpTurn) askElicitation(ctx context.Context, p rpc.Prompt, cp clarifyPayload) {
-	resp, err := t.b.conn.UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{Form: &acp.UnstableCreateElicitationForm{
+	resp, err := t.b.client().UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{Form: &acp.UnstableCreateElicitationForm{
 		Mode: "form", Message: promptSummary(p), RequestedSchema: elicitationSchema(cp),
 		Meta: map[string]any{"sessiond": map[string]any{"session_id": t.sessionID, "tool_call_id": cp.ToolCallID, "prompt_id": p.PromptID, "kind": "clarify"}},
 	}})

@@ -137,13 +137,26 @@ T("a clarification with choices is a permission request whose options are the ch
   assert.match(editor.agentText(sessionId, from), /You answered: blue/);
 });
 
-T("session/cancel mid-turn ends the prompt cancelled", async () => {
+T("session/cancel mid-turn ends the running prompt and the one queued behind it cancelled", async () => {
   const from = editor.updates.length;
-  const pending = editor.prompt(sessionId, "run: sleep 60");
+  const running = editor.prompt(sessionId, "run: sleep 60");
   await eventually("the sleep tool call", () => editor.updatesOf(sessionId, from).some((u) => u.sessionUpdate === "tool_call"));
+  const queued = editor.prompt(sessionId, "queued, then cancelled");
+  await eventually("the second prompt queued", async () => {
+    const p = JSON.parse(await sessionctl(daemon.home, "pending", sessionId, "--json"));
+    return p.pending.some((r) => r.status === "queued");
+  });
   await editor.notify(methods.agent.session.cancel, { sessionId });
-  const r = await pending;
-  assert.equal(r.stopReason, "cancelled");
+  assert.equal((await running).stopReason, "cancelled");
+  assert.equal((await queued).stopReason, "cancelled");
+  assert.ok(!model.inputs().includes("queued, then cancelled"), "the withdrawn prompt never reached the model");
+});
+
+T("a prompt to an unknown session fails with the daemon's not_found", async () => {
+  await assert.rejects(editor.prompt("ses_does-not-exist", "hello"), (err) => {
+    assert.equal(err.data.reason, "not_found");
+    return true;
+  });
 });
 
 T("session/load replays the history before answering", async () => {

@@ -13,6 +13,9 @@ import { client, methods, ndJsonStream } from "@agentclientprotocol/sdk";
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const root = path.resolve(here, "..", "..");
 export const bin = (name) => path.join(root, "bin", name);
+// The bridge under test: $ACP_SESSIONCTL (make test-acp passes a -race
+// build), else bin/sessionctl.
+const bridgeBin = process.env.ACP_SESSIONCTL || bin("sessionctl");
 
 // eventually polls cond (sync or async) until it returns a truthy value or
 // the deadline passes; it never sleeps as a synchronisation, it re-checks.
@@ -148,7 +151,7 @@ export class Editor {
     this.stdout = [];
     this.stderr = [];
     this.onPermission = async () => ({ outcome: { outcome: "cancelled" } });
-    const child = track(spawn(bin("sessionctl"), ["--home", home, "acp"], { stdio: ["pipe", "pipe", "pipe"] }));
+    const child = track(spawn(bridgeBin, ["--home", home, "acp"], { stdio: ["pipe", "pipe", "pipe"] }));
     this.child = child;
     this.exited = new Promise((r) => child.on("exit", (code) => r(code)));
     lines(child.stderr, (l) => this.stderr.push(l));
@@ -212,6 +215,10 @@ export class Editor {
     this.child.stdin.end();
     this.child.kill("SIGTERM");
     await this.exited;
+    // A bridge built with -race (go build -race -o bin/ ./cmd/sessionctl)
+    // reports data races on stderr.
+    const race = this.stderr.findIndex((l) => l.includes("DATA RACE"));
+    if (race >= 0) throw new Error("sessionctl acp reported a data race:\n" + this.stderr.slice(race, race + 40).join("\n"));
   }
 }
 
