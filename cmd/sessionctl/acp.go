@@ -440,13 +440,15 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 		}
 		break
 	}
+	// The missed events first, then the receipt: it is newer than all of
+	// them (an older "started" must not overwrite "unknown").
 	t.admissionID = r.AdmissionID
-	t.setReceipt(r)
 	if t.lastSeq >= 0 && !snap.SnapshotRequired {
 		for _, ev := range snap.Events {
 			t.applySeq(ev)
 		}
 	}
+	t.setReceipt(r)
 	if snap.LastSeq > t.lastSeq {
 		t.lastSeq = snap.LastSeq
 	}
