@@ -314,3 +314,31 @@ T("a failed turn is a JSON-RPC error with the daemon's reason, and a final agent
     await d.stop();
   }
 });
+
+T("an approval the daemon closes (timeout) withdraws the editor's permission request at once", async () => {
+  const d = new Daemon(path.join(tmp("acp-timeout-"), "home"),
+    `model: {provider: openai, default: fake-model, base_url: "${model.url}"}\napprovals: {mode: manual, timeout: 1}\n`);
+  await d.start();
+  const e = new Editor(d.home);
+  try {
+    await e.initialize();
+    const s = (await e.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
+    let updatesAtAbort = -1;
+    e.onPermission = (params, signal) => new Promise((resolve) => {
+      signal.addEventListener("abort", () => {
+        updatesAtAbort = e.updates.length;
+        resolve({ outcome: { outcome: "cancelled" } });
+      });
+    });
+    const r = await e.prompt(s, "run: rm -rf scratch && echo ran > timedout.txt");
+    assert.equal(r.stopReason, "end_turn");
+    assert.equal(e.permissions.length, 1);
+    assert.ok(e.permissions[0].aborted, "the permission request was withdrawn when the daemon closed the approval");
+    // At once: while the turn went on, not when it ended.
+    assert.match(e.agentText(s, updatesAtAbort), /did not run normally/, "the withdrawal came before the turn's reply");
+    assert.ok(!existsSync(path.join(ws, "timedout.txt")), "a timed-out approval is a deny");
+  } finally {
+    await e.close();
+    await d.stop();
+  }
+});
