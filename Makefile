@@ -13,7 +13,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
 
-.PHONY: help build run fake-model test test-short bench load lint fmt clean install uninstall
+.PHONY: help build run fake-model test test-acp test-short bench load lint fmt clean install uninstall
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,8 +28,18 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: ## Run every test, journeys included, under the race detector (a few minutes on 2 cores).
+test: ## Run every test, journeys included, under the race detector, then the ACP editor test (Node); a few minutes on 2 cores.
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) test-acp
+
+# The ACP bridge played by an editor on the official @agentclientprotocol/sdk
+# (test/acp; needs Node 20+ and npm). It runs the binaries of bin/, the
+# bridge built with -race (a data race it reports fails the test).
+test-acp: build ## Run the Node test of `sessionctl acp` (npm ci on first use).
+	@command -v node >/dev/null || { echo "make test-acp needs Node.js 20+ (apt-get install nodejs npm)"; exit 1; }
+	@[ -d test/acp/node_modules/@agentclientprotocol/sdk ] || (cd test/acp && npm ci --no-audit --no-fund)
+	$(GO) build -race -ldflags '$(LDFLAGS)' -o $(BIN)/race/ ./cmd/sessionctl
+	cd test/acp && ACP_SESSIONCTL=$(CURDIR)/$(BIN)/race/sessionctl node --test
 
 test-short: ## Run every test without the race detector (faster; before a commit, run make test).
 	$(GO) test -count=1 -timeout 15m ./...
@@ -68,4 +78,4 @@ uninstall: ## Remove what make install put under PREFIX.
 		"$(DESTDIR)$(PREFIX)/lib/systemd/user/sessiond.service"
 
 clean: ## Remove build output (not .home).
-	rm -rf $(BIN) bench.out
+	rm -rf $(BIN) bench.out test/acp/node_modules

@@ -2,7 +2,7 @@
 //
 // It owns the verbs (status, sessions, new, attach, send, pending, resolve,
 // cancel, interrupt, approve, answer, rename, rm, show, approvals,
-// completion), their exit codes and one-line error
+// completion, acp), their exit codes and one-line error
 // messages, and the interactive terminal UI of attach. It finds the daemon
 // through HOME/daemon.json (--home, $SESSIOND_HOME, else
 // $XDG_STATE_HOME/sessiond, default ~/.local/state/sessiond), authenticates
@@ -16,7 +16,11 @@
 // link that keeps attach connected and resumes with after_seq), tui.go
 // (the bubbletea model), render.go (payload shapes and one-line summaries),
 // lifecycle.go (rename, rm, show, approvals), completion.go (shell
-// completion, session ids from the daemon).
+// completion, session ids from the daemon), acp.go (the Agent Client
+// Protocol bridge for editors: an ACP agent on stdio, built on
+// github.com/coder/acp-go-sdk, that follows each prompt over reconnects like
+// send does) and acp_map.go (its pure mappings: stop reasons, permission
+// options, prompt content, history replay).
 //
 // What it must not do: import the daemon or anything below it (store,
 // admission, prompts, agent, tools) — it is a client like any other and

@@ -126,6 +126,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.rmCommand(),
 		a.showCommand(),
 		a.approvalsCommand(),
+		a.acpCommand(),
 	)
 	root.AddCommand(a.completionCommand(root))
 	for _, c := range root.Commands() {
