@@ -35,9 +35,10 @@ func (d *Daemon) httpHandler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /rpc", d.serveRPC)
+	mux.HandleFunc("GET /pair", d.servePair)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket), GET /healthz and GET /metrics", http.StatusNotFound)
+		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket), GET /pair (WebSocket, pairing), GET /healthz and GET /metrics", http.StatusNotFound)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every plain HTTP answer (a refusal, /healthz, a 404) ends its
@@ -127,11 +128,18 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
 		return
 	}
-	if !d.authorized(r) {
+	ident, ok := d.authenticate(r)
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sessiond"`)
-		http.Error(w, "unauthorized: send the descriptor token as Authorization: Bearer or the sessiond.token.<token> subprotocol", http.StatusUnauthorized)
+		http.Error(w, "unauthorized: send the descriptor token (or a paired client's token) as Authorization: Bearer or the sessiond.token.<token> subprotocol", http.StatusUnauthorized)
 		return
 	}
+	d.serveConn(w, r, d.mux, &ident)
+}
+
+// serveConn upgrades an authenticated /rpc request (ident set) or a /pair
+// request (ident nil: no token, the pairing mux) and serves it.
+func (d *Daemon) serveConn(w http.ResponseWriter, r *http.Request, mux *rpc.Mux, ident *identity) {
 	if d.draining.Load() {
 		http.Error(w, "draining: the daemon is stopping", http.StatusServiceUnavailable)
 		return
@@ -159,12 +167,22 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	// The Conn exists only once admitted: a refused one would leave its
 	// context and close hook hanging off the daemon's until it stops.
-	c := rpc.NewConn(d.ctx, ws, d.mux, rpc.Options{
+	c := rpc.NewConn(d.ctx, ws, mux, rpc.Options{
 		MaxMessageBytes: d.cfg.Limits.MaxMessageBytes,
 		SendQueue:       d.cfg.Limits.SendQueue,
 		MaxInFlight:     d.cfg.Limits.MaxInFlight,
 		Logger:          d.log,
 	})
+	if ident != nil && ident.ClientID != "" {
+		if d.revoked[ident.ClientID] {
+			// Revoked between its authentication and now.
+			d.connMu.Unlock()
+			ws.Close(websocket.StatusPolicyViolation, "revoked: paired client "+ident.ClientID+" was revoked by the owner")
+			return
+		}
+		c.SetValue(identKey, *ident)
+	}
+	c.SetValue(peerKey, hostOnly(r.RemoteAddr))
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()
