@@ -411,7 +411,11 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		if _, err := tx.AppendEvent(sessionID, "admission.updated", a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(sessionID, "turn.started", a.AdmissionID, a.Generation(), map[string]any{"input_id": a.InputID, "text": a.Text})
+		started := map[string]any{"input_id": a.InputID, "text": a.Text}
+		if a.Sender.Valid {
+			started["sender"] = json.RawMessage(a.Sender.String)
+		}
+		_, err = tx.AppendEvent(sessionID, "turn.started", a.AdmissionID, a.Generation(), started)
 		return err
 	})
 	return a, store.Classify(err)

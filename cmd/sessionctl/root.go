@@ -126,6 +126,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.rmCommand(),
 		a.showCommand(),
 		a.approvalsCommand(),
+		a.pairCommand(),
+		a.clientsCommand(),
 	)
 	root.AddCommand(a.completionCommand(root))
 	for _, c := range root.Commands() {
