@@ -102,8 +102,8 @@ type tuiModel struct {
 	pending     []rpc.Receipt // non-terminal admissions, by seq
 	seenAdm     map[string]bool
 	senders     map[string]*rpc.Sender // by admission id: who submitted it
-	texts       map[string]string // admission id or input id -> text
-	toldUnknown map[string]bool   // unknown admissions already reported
+	texts       map[string]string      // admission id or input id -> text
+	toldUnknown map[string]bool        // unknown admissions already reported
 
 	streamAdm string
 	stream    string
