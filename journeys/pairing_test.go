@@ -272,7 +272,11 @@ func resumeAs(t *testing.T, c *fixtures.Client, sessionID string) {
 // revoked client is cut off at once (1008) and refused after (401).
 func TestPairingScopesRevocationAndCodes(t *testing.T) {
 	m := fixtures.NewFakeModel(t)
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "")})
+	const askText = "tablet: clean the scratch dir"
+	m.On(askText,
+		fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{ID: "call_tablet_rm", Name: "terminal", Arguments: jsonArgs(map[string]string{"command": "rm -rf ./scratch"})}}},
+		fixtures.Reply{Text: "left it alone"})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 600}")})
 	db := fixtures.OpenStoreReadOnly(t, d.Home)
 	owner := dialAs(t, d, d.Desc.Token, "owner-cli")
 	s := createSession(t, owner, map[string]any{}).SessionID
@@ -355,8 +359,22 @@ func TestPairingScopesRevocationAndCodes(t *testing.T) {
 	if err := scoped.Call(ctxT(t), "session.list", map[string]any{}, &list); err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionID != s {
 		t.Fatalf("scoped session.list = %+v, %v; want only %s", list, err, s)
 	}
-	rc := submitAs(t, scoped, s, "t-1", "hello from the tablet")
+	// Its input is attributed, and so is its answer to the approval.
+	resumeAs(t, scoped, s)
+	rc := submitAs(t, scoped, s, "t-1", askText)
 	wantSender(t, "scoped receipt", rc.Sender, scopedID.ClientID, "tablet", "tablet-app")
+	ap := waitPrompt(t, scoped, rc.AdmissionID, "approval")
+	if res, err := answerApproval(t, scoped, s, ap, "deny"); err != nil || res.Status != "resolved" {
+		t.Fatalf("the tablet's deny: %+v, %v", res, err)
+	}
+	closed := scoped.WaitEvent(t, wait, func(e fixtures.Event) bool { return e.Type == "prompt.closed" && e.AdmissionID == rc.AdmissionID })
+	var cp struct {
+		AnsweredBy map[string]string `json:"answered_by"`
+	}
+	json.Unmarshal(closed.Payload, &cp)
+	if by := cp.AnsweredBy; by["id"] != scopedID.ClientID || by["label"] != "tablet" || by["client"] != "tablet-app/2.1" {
+		t.Fatalf("prompt.closed answered_by = %v, want the tablet", by)
+	}
 	waitAllTerminal(t, db, s)
 
 	// The owner's token keeps working, and clients ls lists all three.
