@@ -76,6 +76,7 @@ func answeredBy(c *rpc.Conn) map[string]string {
 	for i := 0; i+1 < len(a); i += 2 {
 		by[a[i].(string)] = a[i+1].(string)
 	}
+	delete(by, "paired_client") // said by id below
 	s := sender(c)
 	by["id"] = s.ID
 	if s.Label != "" {

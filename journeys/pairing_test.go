@@ -391,6 +391,10 @@ func TestPairingScopesRevocationAndCodes(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a revoked token: %v %v, want 401", err, resp)
 	}
+	var lastUsed *string
+	if err := db.Get(&lastUsed, `SELECT last_used_at FROM clients WHERE client_id = ?`, viewerID.ClientID); err != nil || lastUsed == nil {
+		t.Fatalf("the viewer's last_used_at = %v, %v; want set by its upgrade", lastUsed, err)
+	}
 	var revokedAt *string
 	if err := db.Get(&revokedAt, `SELECT revoked_at FROM clients WHERE client_id = ?`, scopedID.ClientID); err != nil || revokedAt == nil {
 		t.Fatalf("revoked_at = %v, %v", revokedAt, err)
