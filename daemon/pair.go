@@ -328,10 +328,9 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 			out.Label = p.Label
 		}
 		if out.Label == "" {
-			if v, ok := c.Value(clientKey); ok && v.(rpc.ClientInfo).Name != "" {
-				out.Label = v.(rpc.ClientInfo).Name
-			} else {
-				out.Label = "paired client"
+			out.Label = "paired client"
+			if name := sender(c).Client; name != "" {
+				out.Label = name
 			}
 		}
 		_, err = tx.Exec(`INSERT INTO clients (client_id, label, token_hash, scope_session_id, read_only, created_at)
@@ -413,6 +412,9 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.Raw
 }
 
 func peerOf(c *rpc.Conn) string {
+	if c == nil {
+		return "?"
+	}
 	if v, ok := c.Value(peerKey); ok {
 		return v.(string)
 	}
