@@ -74,6 +74,7 @@ type Daemon struct {
 	// pairMux serves GET /pair; pairLimit bounds failed codes per peer.
 	pairMux   *rpc.Mux
 	pairLimit pairLimiter
+	pairConns int // open GET /pair connections (guarded by connMu)
 
 	// sandboxErr says why this kernel cannot enforce the configured
 	// sandbox (nil: it can, or the mode is off).

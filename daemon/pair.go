@@ -42,7 +42,11 @@ const (
 	maxLabelLen     = 128
 	pairFailures    = 5
 	pairWindow      = time.Minute
-	identKey        = "identity"
+	// maxPairConns bounds the open GET /pair connections (they carry no
+	// token), pairConnLifetime how long each may stay.
+	maxPairConns     = 8
+	pairConnLifetime = 2 * time.Minute
+	identKey         = "identity"
 )
 
 // identity is who a connection's token names; nil value (no identKey) is

@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/sessiond/sessiond/rpc"
 )
@@ -88,5 +91,44 @@ func TestPairingCodeRefusesBadParams(t *testing.T) {
 	out, err := call(t, d.pair, map[string]any{"code": strings.ToLower(res.(rpc.PairingCodeResult).Code)})
 	if err != nil || out.(rpc.PairResult).Label != "ok" {
 		t.Fatalf("auth.pair with a lower-case code = %v, %v", out, err)
+	}
+}
+
+// TestPairConnectionsAreBounded: tokenless GET /pair connections are at
+// most maxPairConns, so they cannot take the slots of real clients; the
+// owner still connects while they are all open.
+func TestPairConnectionsAreBounded(t *testing.T) {
+	d := startTest(t, "")
+	ctx := context.Background()
+	pairURL := strings.TrimSuffix(d.desc.URL, "/rpc") + "/pair"
+	opts := &websocket.DialOptions{Subprotocols: []string{SubprotocolV1}}
+	var conns []*websocket.Conn
+	for range maxPairConns {
+		c, _, err := websocket.Dial(ctx, pairURL, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"client":{"name":"x"}}}`))
+		if _, _, err := c.Read(ctx); err != nil { // registered and served
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	extra, _, err := websocket.Dial(ctx, pairURL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err = extra.Read(ctx); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("pairing connection %d: %v, want close 1013", maxPairConns+1, err)
+	}
+	owner, _, err := websocket.Dial(ctx, d.desc.URL, &websocket.DialOptions{HTTPHeader: map[string][]string{"Authorization": {"Bearer " + d.token}}, Subprotocols: []string{SubprotocolV1}})
+	if err != nil {
+		t.Fatalf("the owner while pairing slots are full: %v", err)
+	}
+	owner.CloseNow()
+	conns[0].Close(websocket.StatusNormalClosure, "")
+	waitFor(t, func() bool { d.connMu.Lock(); defer d.connMu.Unlock(); return d.pairConns < maxPairConns })
+	for _, c := range conns[1:] {
+		c.CloseNow()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -165,6 +166,18 @@ func (d *Daemon) serveConn(w http.ResponseWriter, r *http.Request, mux *rpc.Mux,
 		ws.Close(websocket.StatusTryAgainLater, "overloaded: too many connections (limits.max_connections); retry with backoff")
 		return
 	}
+	if ident != nil && ident.ClientID != "" && d.revoked[ident.ClientID] {
+		// Revoked between its authentication and now.
+		d.connMu.Unlock()
+		ws.Close(websocket.StatusPolicyViolation, "revoked: paired client "+ident.ClientID+" was revoked by the owner")
+		return
+	}
+	if ident == nil && d.pairConns >= maxPairConns {
+		// Tokenless connections are few, so they never crowd out clients.
+		d.connMu.Unlock()
+		ws.Close(websocket.StatusTryAgainLater, "overloaded: too many pairing connections; retry with backoff")
+		return
+	}
 	// The Conn exists only once admitted: a refused one would leave its
 	// context and close hook hanging off the daemon's until it stops.
 	c := rpc.NewConn(d.ctx, ws, mux, rpc.Options{
@@ -173,19 +186,29 @@ func (d *Daemon) serveConn(w http.ResponseWriter, r *http.Request, mux *rpc.Mux,
 		MaxInFlight:     d.cfg.Limits.MaxInFlight,
 		Logger:          d.log,
 	})
-	if ident != nil && ident.ClientID != "" {
-		if d.revoked[ident.ClientID] {
-			// Revoked between its authentication and now.
-			d.connMu.Unlock()
-			ws.Close(websocket.StatusPolicyViolation, "revoked: paired client "+ident.ClientID+" was revoked by the owner")
-			return
-		}
+	if ident != nil {
 		c.SetValue(identKey, *ident)
+	} else {
+		d.pairConns++
 	}
 	c.SetValue(peerKey, hostOnly(r.RemoteAddr))
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()
+	if ident == nil {
+		// A pairing connection lives pairConnLifetime at most. OnClose
+		// is registered outside connMu: it runs f at once on a conn
+		// that already ended.
+		t := time.AfterFunc(pairConnLifetime, func() {
+			c.Close(websocket.StatusPolicyViolation, "pairing window over: reconnect to /pair")
+		})
+		c.OnClose(func() {
+			t.Stop()
+			d.connMu.Lock()
+			d.pairConns--
+			d.connMu.Unlock()
+		})
+	}
 	d.log.Debug("connection opened", "conn", numberConn(c), "remote", r.RemoteAddr)
 	// The connection is hijacked: serve it from its own goroutine and let
 	// the HTTP handler return, so that net/http's request, response and
