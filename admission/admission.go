@@ -85,10 +85,15 @@ type Admission struct {
 	CreatedAt           string         `db:"created_at"`
 	StartedAt           sql.NullString `db:"started_at"`
 	SettledAt           sql.NullString `db:"settled_at"`
+	// Sender and ResolvedBy are JSON {"id","label","client","version"}
+	// (rpc.Sender): who admitted the input, and who resolved it after a
+	// crash. NULL when unknown (rows older than migration 0003).
+	Sender     sql.NullString `db:"sender"`
+	ResolvedBy sql.NullString `db:"resolved_by"`
 }
 
 const columns = `admission_id, target_session_id, request_id, seq, status, outcome, execution_generation,
-	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at`
+	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at, sender, resolved_by`
 
 // Receipt is the wire shape of an admission (PROTOCOL.md section 4); it is
 // also the payload of admission.updated events.
@@ -105,6 +110,9 @@ type Receipt struct {
 	Duplicate           bool    `json:"duplicate"`
 	Text                string  `json:"text,omitempty"`
 	CreatedAt           string  `json:"created_at,omitempty"`
+	// Sender and ResolvedBy: the row's JSON as stored, nil when NULL.
+	Sender     json.RawMessage `json:"sender,omitempty"`
+	ResolvedBy json.RawMessage `json:"resolved_by,omitempty"`
 }
 
 // Receipt converts a row to its wire shape, without Text.
@@ -118,6 +126,12 @@ func (a Admission) Receipt() Receipt {
 	if a.ExecutionGeneration.Valid {
 		g := a.ExecutionGeneration.Int64
 		r.ExecutionGeneration = &g
+	}
+	if a.Sender.Valid {
+		r.Sender = json.RawMessage(a.Sender.String)
+	}
+	if a.ResolvedBy.Valid {
+		r.ResolvedBy = json.RawMessage(a.ResolvedBy.String)
 	}
 	return r
 }
@@ -184,6 +198,9 @@ type AdmitRequest struct {
 	InputID     string
 	Text        string
 	Attachments json.RawMessage // nil when none
+	// Sender is who submits it, JSON {"id","label","client","version"}
+	// (rpc.Sender); nil stores NULL. A duplicate keeps the first sender.
+	Sender json.RawMessage
 }
 
 // Admit commits a queued admission for req, or returns the existing one
@@ -239,9 +256,12 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		if len(req.Attachments) > 0 {
 			a.Attachments = sql.NullString{String: string(req.Attachments), Valid: true}
 		}
+		if len(req.Sender) > 0 {
+			a.Sender = sql.NullString{String: string(req.Sender), Valid: true}
+		}
 		if _, err := tx.Exec(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
-			text, attachments, payload_digest, created_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
-			a.AdmissionID, a.SessionID, a.InputID, a.Seq, a.Text, a.Attachments, a.PayloadDigest, a.CreatedAt); err != nil {
+			text, attachments, payload_digest, created_at, sender) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+			a.AdmissionID, a.SessionID, a.InputID, a.Seq, a.Text, a.Attachments, a.PayloadDigest, a.CreatedAt, a.Sender); err != nil {
 			return err
 		}
 		rec = a.Receipt()
@@ -391,7 +411,11 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		if _, err := tx.AppendEvent(sessionID, "admission.updated", a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(sessionID, "turn.started", a.AdmissionID, a.Generation(), map[string]any{"input_id": a.InputID, "text": a.Text})
+		started := map[string]any{"input_id": a.InputID, "text": a.Text}
+		if a.Sender.Valid {
+			started["sender"] = json.RawMessage(a.Sender.String)
+		}
+		_, err = tx.AppendEvent(sessionID, "turn.started", a.AdmissionID, a.Generation(), started)
 		return err
 	})
 	return a, store.Classify(err)
@@ -511,6 +535,13 @@ func (q *Queue) Cancel(ctx context.Context, sessionID, admissionID string) (Admi
 // input. Errors: ErrNotFound, ErrStaleGeneration (not unknown, or gen
 // differs).
 func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID string, gen int64, hook SettleHook) (Admission, error) {
+	return q.ResolveUnknownBy(ctx, sessionID, admissionID, gen, nil, hook)
+}
+
+// ResolveUnknownBy is ResolveUnknown recording who decided: by is JSON
+// {"id","label","client","version"} (rpc.Sender) stored in resolved_by and
+// carried by the receipt and its admission.updated event; nil records none.
+func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID string, gen int64, by json.RawMessage, hook SettleHook) (Admission, error) {
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		if gen <= 0 { // transition treats 0 as "any generation"; explain instead
@@ -519,6 +550,12 @@ func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID strin
 		var err error
 		if out, err = transition(tx, sessionID, admissionID, StatusUnknown, gen, OutcomeInterrupted, ""); err != nil {
 			return err
+		}
+		if len(by) > 0 {
+			out.ResolvedBy = sql.NullString{String: string(by), Valid: true}
+			if _, err := tx.Exec(`UPDATE session_admissions SET resolved_by = ? WHERE admission_id = ?`, out.ResolvedBy, admissionID); err != nil {
+				return err
+			}
 		}
 		if hook != nil {
 			if err := hook(tx, out, "fenced"); err != nil {

@@ -60,16 +60,30 @@ func connAttrs(c *rpc.Conn) []any {
 			}
 		}
 	}
+	if id := identOf(c); id.ClientID != "" {
+		return []any{"conn", conn, "client", client, "paired_client", id.ClientID}
+	}
 	return []any{"conn", conn, "client", client}
 }
 
 // answeredBy is the answered_by object of a prompt.closed event:
-// {conn, client}.
+// {conn, client, id, label?, version?}: the connection and client name as
+// before, plus the sender (pair.go): id "owner" or the paired client_id,
+// its label, and the client version.
 func answeredBy(c *rpc.Conn) map[string]string {
 	a := connAttrs(c)
 	by := map[string]string{}
 	for i := 0; i+1 < len(a); i += 2 {
 		by[a[i].(string)] = a[i+1].(string)
+	}
+	delete(by, "paired_client") // said by id below
+	s := sender(c)
+	by["id"] = s.ID
+	if s.Label != "" {
+		by["label"] = s.Label
+	}
+	if s.Version != "" {
+		by["version"] = s.Version
 	}
 	return by
 }

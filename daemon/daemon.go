@@ -67,6 +67,14 @@ type Daemon struct {
 	connMu sync.Mutex
 	conns  map[*rpc.Conn]struct{}
 	connWG sync.WaitGroup
+	// revoked holds the client ids revoked by this process (guarded by
+	// connMu): an upgrade authenticated just before a revocation is closed
+	// when it registers (pair.go).
+	revoked map[string]bool
+	// pairMux serves GET /pair; pairLimit bounds failed codes per peer.
+	pairMux   *rpc.Mux
+	pairLimit pairLimiter
+	pairConns int // open GET /pair connections (guarded by connMu)
 
 	// sandboxErr says why this kernel cannot enforce the configured
 	// sandbox (nil: it can, or the mode is off).
@@ -105,7 +113,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, start: time.Now().UTC(),
-		conns: map[*rpc.Conn]struct{}{}, done: make(chan struct{})}
+		conns: map[*rpc.Conn]struct{}{}, revoked: map[string]bool{}, done: make(chan struct{})}
 	d.metrics = newMetrics(d)
 	defer func() {
 		if err != nil {
@@ -160,6 +168,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
 	d.prompts.SetLive(d.sched.IsLive)
 	d.mux = d.routes()
+	d.pairMux = d.pairRoutes()
 
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.ln, err = net.Listen("tcp", cfg.Listen)

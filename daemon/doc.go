@@ -5,7 +5,10 @@
 // It also owns what operators watch: the audit log (audit.go: one line per
 // transition, fed by the committed events and the handlers), the Prometheus
 // metrics of GET /metrics (metrics.go), and the coalescing of streamed tool
-// output for connections that fall behind (floods.go).
+// output for connections that fall behind (floods.go). pair.go holds the
+// paired clients: one-time codes on GET /pair, per-client tokens stored as
+// SHA-256 hashes, scopes (the `forbidden` guard every handler is wrapped
+// in), revocation, and the sender recorded with admissions and decisions.
 //
 // Start order: lock home → open store → new boot epoch → recover (started
 // rows become unknown, old prompts close) → listen → write descriptor →

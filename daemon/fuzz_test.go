@@ -40,6 +40,9 @@ var fuzzMethods = []string{
 	rpc.MethodSessionUpdate,
 	rpc.MethodSessionDelete,
 	rpc.MethodApprovalsRevoke,
+	rpc.MethodPairingCode,
+	rpc.MethodClientsList,
+	rpc.MethodClientsRevoke,
 }
 
 // fuzzEnv is one in-process daemon per fuzz worker with a live session, a

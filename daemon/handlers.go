@@ -17,7 +17,7 @@ import (
 )
 
 func (d *Daemon) routes() *rpc.Mux {
-	m := rpc.NewMux()
+	m := &guardedMux{rpc.NewMux()}
 	m.Handle(rpc.MethodInitialize, d.initialize)
 	m.Handle(rpc.MethodDaemonInfo, d.daemonInfo)
 	m.Handle(rpc.MethodSessionCreate, d.sessionCreate)
@@ -33,8 +33,17 @@ func (d *Daemon) routes() *rpc.Mux {
 	m.Handle(rpc.MethodSessionUpdate, d.sessionUpdate)
 	m.Handle(rpc.MethodSessionDelete, d.sessionDelete)
 	m.Handle(rpc.MethodApprovalsRevoke, d.approvalsRevoke)
-	return m
+	m.Handle(rpc.MethodPairingCode, d.pairingCode)
+	m.Handle(rpc.MethodClientsList, d.clientsList)
+	m.Handle(rpc.MethodClientsRevoke, d.clientsRevoke)
+	return m.Mux
 }
+
+// guardedMux registers every handler behind the paired clients' scope
+// guard (pair.go).
+type guardedMux struct{ *rpc.Mux }
+
+func (m *guardedMux) Handle(method string, h rpc.Handler) { m.Mux.Handle(method, guard(method, h)) }
 
 // wireErr maps errors of the rooms below to their wire reasons; rpc.Errors
 // pass through. The message keeps the detail for people.
@@ -184,13 +193,21 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 		p.Limit = 50
 	}
 	p.Limit = min(p.Limit, 500)
-	where, args := "", []any{}
+	conds, args := []string{}, []any{}
 	if p.Cursor != "" {
 		at, id, err := parseListCursor(p.Cursor)
 		if err != nil {
 			return nil, rpc.InvalidParams("cursor", "not a cursor returned by session.list")
 		}
-		where, args = "WHERE (s.created_at, s.session_id) < (?, ?)", []any{at, id}
+		conds, args = append(conds, "(s.created_at, s.session_id) < (?, ?)"), append(args, at, id)
+	}
+	if scope := identOf(c).SessionID; scope != "" {
+		// A session-scoped paired client sees its session only.
+		conds, args = append(conds, "s.session_id = ?"), append(args, scope)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = "WHERE " + strings.Join(conds, " AND ")
 	}
 	var rows []struct {
 		SessionID    string  `db:"session_id"`
@@ -259,7 +276,7 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawM
 		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
-		Text: p.Text, Attachments: p.Attachments}, d.sched.AtCapacity)
+		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c)}, d.sched.AtCapacity)
 	if err != nil {
 		return nil, wireErr(err)
 	}
@@ -342,7 +359,7 @@ func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.Ra
 	if p.ExecutionGeneration == nil {
 		return nil, rpc.InvalidParams("execution_generation", "required: the generation of the unknown admission")
 	}
-	a, err := d.queue.ResolveUnknown(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, d.closePrompts)
+	a, err := d.queue.ResolveUnknownBy(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, senderJSON(c), d.closePrompts)
 	if err != nil {
 		return nil, wireErr(err)
 	}

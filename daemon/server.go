@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -35,9 +36,10 @@ func (d *Daemon) httpHandler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /rpc", d.serveRPC)
+	mux.HandleFunc("GET /pair", d.servePair)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket), GET /healthz and GET /metrics", http.StatusNotFound)
+		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket), GET /pair (WebSocket, pairing), GET /healthz and GET /metrics", http.StatusNotFound)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every plain HTTP answer (a refusal, /healthz, a 404) ends its
@@ -127,11 +129,18 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
 		return
 	}
-	if !d.authorized(r) {
+	ident, ok := d.authenticate(r)
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sessiond"`)
-		http.Error(w, "unauthorized: send the descriptor token as Authorization: Bearer or the sessiond.token.<token> subprotocol", http.StatusUnauthorized)
+		http.Error(w, "unauthorized: send the descriptor token (or a paired client's token) as Authorization: Bearer or the sessiond.token.<token> subprotocol", http.StatusUnauthorized)
 		return
 	}
+	d.serveConn(w, r, d.mux, &ident)
+}
+
+// serveConn upgrades an authenticated /rpc request (ident set) or a /pair
+// request (ident nil: no token, the pairing mux) and serves it.
+func (d *Daemon) serveConn(w http.ResponseWriter, r *http.Request, mux *rpc.Mux, ident *identity) {
 	if d.draining.Load() {
 		http.Error(w, "draining: the daemon is stopping", http.StatusServiceUnavailable)
 		return
@@ -157,17 +166,49 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusTryAgainLater, "overloaded: too many connections (limits.max_connections); retry with backoff")
 		return
 	}
+	if ident != nil && ident.ClientID != "" && d.revoked[ident.ClientID] {
+		// Revoked between its authentication and now.
+		d.connMu.Unlock()
+		ws.Close(websocket.StatusPolicyViolation, "revoked: paired client "+ident.ClientID+" was revoked by the owner")
+		return
+	}
+	if ident == nil && d.pairConns >= maxPairConns {
+		// Tokenless connections are few, so they never crowd out clients.
+		d.connMu.Unlock()
+		ws.Close(websocket.StatusTryAgainLater, "overloaded: too many pairing connections; retry with backoff")
+		return
+	}
 	// The Conn exists only once admitted: a refused one would leave its
 	// context and close hook hanging off the daemon's until it stops.
-	c := rpc.NewConn(d.ctx, ws, d.mux, rpc.Options{
+	c := rpc.NewConn(d.ctx, ws, mux, rpc.Options{
 		MaxMessageBytes: d.cfg.Limits.MaxMessageBytes,
 		SendQueue:       d.cfg.Limits.SendQueue,
 		MaxInFlight:     d.cfg.Limits.MaxInFlight,
 		Logger:          d.log,
 	})
+	if ident != nil {
+		c.SetValue(identKey, *ident)
+	} else {
+		d.pairConns++
+	}
+	c.SetValue(peerKey, hostOnly(r.RemoteAddr))
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()
+	if ident == nil {
+		// A pairing connection lives pairConnLifetime at most. OnClose
+		// is registered outside connMu: it runs f at once on a conn
+		// that already ended.
+		t := time.AfterFunc(pairConnLifetime, func() {
+			c.Close(websocket.StatusPolicyViolation, "pairing window over: reconnect to /pair")
+		})
+		c.OnClose(func() {
+			t.Stop()
+			d.connMu.Lock()
+			d.pairConns--
+			d.connMu.Unlock()
+		})
+	}
 	d.log.Debug("connection opened", "conn", numberConn(c), "remote", r.RemoteAddr)
 	// The connection is hijacked: serve it from its own goroutine and let
 	// the HTTP handler return, so that net/http's request, response and

@@ -233,6 +233,9 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 		for _, m := range msgs {
 			wm := rpc.Message{ID: m.ID, Role: m.Role, Content: m.Content, AdmissionID: m.AdmissionID.String,
 				ToolCallID: m.ToolCallID.String, Kind: m.Kind.String, CreatedAt: m.CreatedAt}
+			if m.Sender.Valid {
+				wm.Sender = decodeSender([]byte(m.Sender.String))
+			}
 			if m.ToolCalls.Valid {
 				wm.ToolCalls = json.RawMessage(m.ToolCalls.String)
 			}
@@ -297,7 +300,8 @@ func annotateWaits(pending []rpc.Receipt, atCapacity bool) {
 func receiptToWire(r admission.Receipt) rpc.Receipt {
 	return rpc.Receipt{AdmissionID: r.AdmissionID, SessionID: r.SessionID, InputID: r.InputID, Seq: r.Seq,
 		Status: string(r.Status), Outcome: r.Outcome, ExecutionGeneration: r.ExecutionGeneration, Reason: r.Reason,
-		Error: r.Error, Duplicate: r.Duplicate, Text: r.Text, CreatedAt: r.CreatedAt}
+		Error: r.Error, Duplicate: r.Duplicate, Text: r.Text, CreatedAt: r.CreatedAt,
+		Sender: decodeSender(r.Sender), ResolvedBy: decodeSender(r.ResolvedBy)}
 }
 
 func promptToWire(p prompts.Prompt) rpc.Prompt {

@@ -32,6 +32,9 @@ const (
 	ReasonStorageUnavailable Reason = "storage_unavailable"
 	ReasonOverloaded         Reason = "overloaded"
 	ReasonSessionBusy        Reason = "session_busy"
+	// ReasonForbidden: the connection's paired token's scope does not allow
+	// the method (read-only, or an owner-only method), or pairing refused.
+	ReasonForbidden Reason = "forbidden"
 	// reasons for the standard codes, so every error carries one
 	ReasonParseError     Reason = "parse_error"
 	ReasonInvalidRequest Reason = "invalid_request"

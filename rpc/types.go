@@ -31,6 +31,12 @@ const (
 	MethodSessionDelete   = "session.delete"
 	MethodApprovalsRevoke = "approvals.revoke"
 	NotifySessionEvent    = "session.event"
+
+	// Pairing (PROTOCOL.md section 2, docs/protocol.md "Paired clients").
+	MethodPairingCode   = "auth.pairing_code" // owner only
+	MethodPair          = "auth.pair"         // GET /pair only
+	MethodClientsList   = "clients.list"      // owner only
+	MethodClientsRevoke = "clients.revoke"    // owner only
 )
 
 // Decode unmarshals params into v. A missing params value decodes as {}.
@@ -263,6 +269,7 @@ type Message struct {
 	ToolCallID  string          `json:"tool_call_id,omitempty"`
 	Kind        string          `json:"kind,omitempty"`
 	CreatedAt   string          `json:"created_at"`
+	Sender      *Sender         `json:"sender,omitempty"` // user messages: who admitted the input
 }
 
 // Prompt is an open approval or clarify prompt of the live execution.
@@ -294,6 +301,8 @@ type Receipt struct {
 	Duplicate           bool    `json:"duplicate"`
 	Text                string  `json:"text,omitempty"`
 	CreatedAt           string  `json:"created_at,omitempty"`
+	Sender              *Sender `json:"sender,omitempty"`      // who submitted it; absent for pre-pairing rows
+	ResolvedBy          *Sender `json:"resolved_by,omitempty"` // who resolved it after a crash (prompt.resolve_unknown)
 }
 
 // Snapshot is the result of session.create and session.resume.
@@ -455,4 +464,82 @@ type ApprovalsRevokeParams struct {
 // ApprovalsRevokeResult is the result of approvals.revoke: {revoked: true}.
 type ApprovalsRevokeResult struct {
 	Revoked bool `json:"revoked"`
+}
+
+// ---- Pairing and attribution (issue 18) ----
+
+// SenderOwner is Sender.ID for the daemon's own token (daemon.json).
+const SenderOwner = "owner"
+
+// Sender says who sent an input or made a decision: ID is "owner" for the
+// daemon token or the paired client's client_id ("cli_…"), Label the paired
+// client's label (empty for the owner), Client and Version the names the
+// connection gave in initialize (empty when it skipped it).
+type Sender struct {
+	ID      string `json:"id"`
+	Label   string `json:"label,omitempty"`
+	Client  string `json:"client,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// PairingCodeParams are the params of auth.pairing_code. TTLSeconds
+// defaults to 600 (1..86400); SessionID limits the client to one session;
+// ReadOnly allows resume, list and watch only.
+type PairingCodeParams struct {
+	Label      string `json:"label,omitempty"`
+	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	ReadOnly   bool   `json:"read_only,omitempty"`
+}
+
+// PairingCodeResult is the result of auth.pairing_code: the one-time code
+// and when it expires (RFC 3339 UTC).
+type PairingCodeResult struct {
+	Code      string `json:"code"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// PairParams are the params of auth.pair (on GET /pair). Label, when set,
+// replaces the label given at pairing_code time.
+type PairParams struct {
+	Code  string `json:"code"`
+	Label string `json:"label,omitempty"`
+}
+
+// PairResult is the result of auth.pair; Token is shown this once only.
+type PairResult struct {
+	ClientID string `json:"client_id"`
+	Token    string `json:"token"`
+	Label    string `json:"label"`
+}
+
+// PairedClient is one row of clients.list. SessionID is the session scope
+// (empty: every session); times are RFC 3339 UTC, LastUsedAt the last
+// accepted upgrade, RevokedAt set once revoked.
+type PairedClient struct {
+	ClientID   string `json:"client_id"`
+	Label      string `json:"label"`
+	SessionID  string `json:"session_id,omitempty"`
+	ReadOnly   bool   `json:"read_only"`
+	CreatedAt  string `json:"created_at"`
+	LastUsedAt string `json:"last_used_at,omitempty"`
+	RevokedAt  string `json:"revoked_at,omitempty"`
+}
+
+// ClientsList is the result of clients.list.
+type ClientsList struct {
+	Clients []PairedClient `json:"clients"`
+}
+
+// ClientRef names a paired client (clients.revoke params).
+type ClientRef struct {
+	ClientID string `json:"client_id"`
+}
+
+// RevokeResult is the result of clients.revoke: Closed counts the open
+// connections closed (1008).
+type RevokeResult struct {
+	ClientID string `json:"client_id"`
+	Revoked  bool   `json:"revoked"`
+	Closed   int    `json:"closed"`
 }

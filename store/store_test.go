@@ -85,7 +85,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 2 {
+		if err != nil || v != 3 {
 			t.Fatalf("user_version = %d, %v", v, err)
 		}
 		var n int

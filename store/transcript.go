@@ -40,6 +40,9 @@ type Message struct {
 	ToolCallID  sql.NullString `db:"tool_call_id"`
 	Kind        sql.NullString `db:"kind"`
 	CreatedAt   string         `db:"created_at"`
+	// Sender is the admitting sender's JSON (session_admissions.sender) on
+	// user rows read by Transcript; NULL otherwise.
+	Sender sql.NullString `db:"sender"`
 }
 
 // Calls decodes ToolCalls; nil when there are none.
@@ -80,8 +83,10 @@ func (t *Tx) AppendMessage(sessionID, admissionID, role, content string, calls [
 // Transcript returns every message of sessionID in order.
 func Transcript(q Queryer, sessionID string) ([]Message, error) {
 	var ms []Message
-	err := q.Select(&ms, `SELECT id, session_id, admission_id, role, content, tool_calls, tool_call_id, kind, created_at
-		FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
+	// The sender is the admission's (a primary-key lookup per user row).
+	err := q.Select(&ms, `SELECT m.id, m.session_id, m.admission_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.kind, m.created_at,
+		CASE WHEN m.role = 'user' THEN (SELECT a.sender FROM session_admissions a WHERE a.admission_id = m.admission_id) END AS sender
+		FROM messages m WHERE m.session_id = ? ORDER BY m.id`, sessionID)
 	return ms, Classify(err)
 }
 

@@ -187,6 +187,8 @@ type transcriptItem struct {
 	AdmissionID string `json:"admission_id,omitempty"`
 	At          string `json:"at,omitempty"`
 	Text        string `json:"text,omitempty"` // user, assistant, boundary
+	// Sender is who submitted a user item (rpc.Sender).
+	Sender *rpc.Sender `json:"sender,omitempty"`
 
 	// tool_call
 	ToolCallID string          `json:"tool_call_id,omitempty"`
@@ -209,7 +211,7 @@ type approvalRecord struct {
 	Pattern    string            `json:"pattern,omitempty"`
 	Resolution string            `json:"resolution,omitempty"` // answered, timed_out, interrupted, fenced; empty while open
 	Choice     string            `json:"choice,omitempty"`
-	AnsweredBy map[string]string `json:"answered_by,omitempty"` // {conn, client}
+	AnsweredBy map[string]string `json:"answered_by,omitempty"` // {conn, client, id, label?, version?}
 }
 
 // transcriptView is show --json.
@@ -299,7 +301,7 @@ func buildTranscript(snap rpc.Snapshot) transcriptView {
 		}
 		switch m.Role {
 		case "user":
-			v.Items = append(v.Items, transcriptItem{Type: "user", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content})
+			v.Items = append(v.Items, transcriptItem{Type: "user", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content, Sender: m.Sender})
 		case "assistant":
 			if m.Content != "" {
 				v.Items = append(v.Items, transcriptItem{Type: "assistant", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content})
@@ -344,7 +346,10 @@ func (a *app) printTranscript(v transcriptView) {
 	for _, it := range v.Items {
 		switch it.Type {
 		case "user":
-			fmt.Fprintf(w, "\nyou › %s\n", it.Text)
+			fmt.Fprintf(w, "\n%s%s\n", userPrefix(it.Sender), it.Text)
+			if it.Sender != nil && it.Sender.ID != rpc.SenderOwner {
+				fmt.Fprintf(w, "  (sent by %s)\n", senderName(it.Sender))
+			}
 		case "assistant":
 			fmt.Fprintf(w, "assistant › %s\n", it.Text)
 		case "tool_call":
@@ -399,6 +404,9 @@ func approvalLine(ap approvalRecord) string {
 		s := what + ": " + ap.Choice
 		if by := ap.AnsweredBy; by != nil {
 			s += " by " + by["client"]
+			if by["id"] != "" && by["id"] != rpc.SenderOwner {
+				s += " for " + by["label"] + " (" + by["id"] + ")"
+			}
 			if by["conn"] != "" {
 				s += " (connection " + by["conn"] + ")"
 			}

@@ -127,6 +127,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.showCommand(),
 		a.approvalsCommand(),
 		a.acpCommand(),
+		a.pairCommand(),
+		a.clientsCommand(),
 	)
 	root.AddCommand(a.completionCommand(root))
 	for _, c := range root.Commands() {

@@ -379,3 +379,53 @@ func TestTUIHistoryShowsApprovals(t *testing.T) {
 		t.Fatalf("the replayed history lacks the approval decision:\n%s", out)
 	}
 }
+
+func TestSenderNames(t *testing.T) {
+	paired := &rpc.Sender{ID: "cli_1", Label: "phone", Client: "web", Version: "1.2"}
+	for _, tc := range []struct {
+		s            *rpc.Sender
+		name, prefix string
+	}{
+		{nil, "-", "you › "},
+		{&rpc.Sender{ID: "owner", Client: "sessionctl", Version: "0.1"}, "owner via sessionctl/0.1", "you › "},
+		{paired, "phone (cli_1) via web/1.2", "phone › "},
+		{&rpc.Sender{ID: "cli_2"}, "cli_2", "cli_2 › "},
+	} {
+		if got := senderName(tc.s); got != tc.name {
+			t.Errorf("senderName(%+v) = %q, want %q", tc.s, got, tc.name)
+		}
+		if got := userPrefix(tc.s); got != tc.prefix {
+			t.Errorf("userPrefix(%+v) = %q, want %q", tc.s, got, tc.prefix)
+		}
+	}
+}
+
+// TestTUINamesPairedSenders: attach prefixes a paired client's input with
+// its label (from turn.started, else from its admission.updated event).
+func TestTUINamesPairedSenders(t *testing.T) {
+	m := testModel()
+	phone := map[string]any{"id": "cli_1", "label": "phone", "client": "web"}
+	m.Update(event("turn.started", "adm_1", map[string]any{"text": "hi", "sender": phone}))
+	m.Update(event("admission.updated", "adm_2", map[string]any{"admission_id": "adm_2", "input_id": "i2", "status": "queued", "sender": map[string]any{"id": "cli_2", "label": "laptop"}}))
+	m.Update(event("turn.started", "adm_2", map[string]any{"text": "next"}))
+	m.Update(event("turn.started", "adm_3", map[string]any{"text": "mine", "sender": map[string]any{"id": "owner"}}))
+	got := printed(m)
+	for _, want := range []string{"phone › hi", "laptop › next", "you › mine"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("scrollback %q lacks %q", got, want)
+		}
+	}
+}
+
+// TestPairAndClientsUsage: bad arguments are usage errors (exit 2) found
+// before any connection.
+func TestPairAndClientsUsage(t *testing.T) {
+	for _, args := range [][]string{{"pair", "--ttl", "0s"}, {"pair", "--ttl", "25h"}, {"pair", "extra"},
+		{"clients", "rm"}, {"clients", "drop", "x"}, {"clients", "rm", "a", "b"}} {
+		var stderr strings.Builder
+		code := run(context.Background(), "sessionctl", append([]string{"--home", t.TempDir()}, args...), strings.NewReader(""), &stderr, &stderr)
+		if code != exitUsage {
+			t.Fatalf("sessionctl %v: exit %d, want %d; %s", args, code, exitUsage, stderr.String())
+		}
+	}
+}

@@ -101,8 +101,9 @@ type tuiModel struct {
 	runningGen  int64
 	pending     []rpc.Receipt // non-terminal admissions, by seq
 	seenAdm     map[string]bool
-	texts       map[string]string // admission id or input id -> text
-	toldUnknown map[string]bool   // unknown admissions already reported
+	senders     map[string]*rpc.Sender // by admission id: who submitted it
+	texts       map[string]string      // admission id or input id -> text
+	toldUnknown map[string]bool        // unknown admissions already reported
 
 	streamAdm string
 	stream    string
@@ -131,7 +132,7 @@ type tuiModel struct {
 
 func newTUI(l *link, snap rpc.Snapshot, pid, history int) *tuiModel {
 	m := &tuiModel{l: l, st: newStyle(), history: history, sessionID: snap.SessionID, pid: pid,
-		seenAdm: map[string]bool{}, texts: map[string]string{}, callNames: map[string]string{}, toldUnknown: map[string]bool{}}
+		seenAdm: map[string]bool{}, senders: map[string]*rpc.Sender{}, texts: map[string]string{}, callNames: map[string]string{}, toldUnknown: map[string]bool{}}
 	title := ""
 	if snap.Title != "" {
 		title = fmt.Sprintf(" %q", snap.Title)
@@ -707,6 +708,9 @@ func (m *tuiModel) apply(ev rpc.Event) {
 			return
 		}
 		m.seenAdm[r.AdmissionID] = true
+		if r.Sender != nil {
+			m.senders[r.AdmissionID] = r.Sender
+		}
 		for i, it := range m.outbox {
 			if it.inputID == r.InputID {
 				m.texts[r.AdmissionID] = it.text
@@ -728,16 +732,20 @@ func (m *tuiModel) apply(ev rpc.Event) {
 		}
 	case "turn.started":
 		var p struct {
-			Text string `json:"text"`
+			Text   string      `json:"text"`
+			Sender *rpc.Sender `json:"sender"`
 		}
 		json.Unmarshal(ev.Payload, &p)
+		if p.Sender == nil {
+			p.Sender = m.senders[ev.AdmissionID]
+		}
 		m.running = ev.AdmissionID
 		if ev.ExecutionGeneration != nil {
 			m.runningGen = *ev.ExecutionGeneration
 		}
 		m.stream, m.streamAdm, m.tools = "", ev.AdmissionID, nil
 		m.lastCtrlC, m.notice = time.Time{}, ""
-		m.print(m.st.cyan("you › ") + p.Text)
+		m.print(m.st.cyan(userPrefix(p.Sender)) + p.Text)
 	case "message.delta":
 		var p struct {
 			Text string `json:"text"`
@@ -917,7 +925,7 @@ func (m *tuiModel) printTranscript(msgs []rpc.Message) {
 	for _, msg := range msgs[start:] {
 		switch msg.Role {
 		case "user":
-			m.print(m.st.cyan("you › ") + msg.Content)
+			m.print(m.st.cyan(userPrefix(msg.Sender)) + msg.Content)
 		case "assistant":
 			calls := m.rememberCalls(msg.ToolCalls)
 			if strings.TrimSpace(msg.Content) != "" {

@@ -299,13 +299,13 @@ ids (for approve and answer).`,
 			fmt.Fprintln(a.stdout, "no pending inputs")
 		} else {
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tADMISSION\tSTATUS\tGEN\tINPUT_ID\tTEXT")
+			fmt.Fprintln(tw, "SEQ\tADMISSION\tSTATUS\tGEN\tINPUT_ID\tSENDER\tTEXT")
 			for _, r := range snap.Pending {
 				status := r.Status
 				if r.Reason != "" {
 					status += " (" + r.Reason + ")"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, clip(oneLine(r.Text), 50))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, senderName(r.Sender), clip(oneLine(r.Text), 50))
 			}
 			tw.Flush()
 			if r := firstUnknown(snap.Pending); r != nil {

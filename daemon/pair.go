@@ -1,0 +1,522 @@
+package daemon
+
+// Paired clients (issue 18; PROTOCOL.md section 2, docs/protocol.md
+// "Paired clients"): one-time pairing codes, per-client tokens stored as
+// SHA-256 hashes, scopes (one session, read-only), revocation, and the
+// sender recorded with every admission and decision.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Pairing bounds.
+const (
+	// TokenPrefix starts every paired client's token.
+	TokenPrefix = "sdp_"
+	// pairingAlphabet: no 0/O, 1/I/L, U. A code is codeLen characters (50
+	// bits), shown as two groups of five; guesses are bounded by the TTL
+	// and pairFailures per peer per pairWindow.
+	pairingAlphabet = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
+	codeLen         = 10
+	defaultCodeTTL  = 10 * time.Minute
+	maxCodeTTL      = 24 * time.Hour
+	maxLabelLen     = 128
+	pairFailures    = 5
+	pairWindow      = time.Minute
+	// maxPairConns bounds the open GET /pair connections (they carry no
+	// token), pairConnLifetime how long each may stay.
+	maxPairConns     = 8
+	pairConnLifetime = 2 * time.Minute
+	identKey         = "identity"
+)
+
+// identity is who a connection's token names; nil value (no identKey) is
+// the owner, as is an identity with an empty ClientID.
+type identity struct {
+	ClientID  string // "" for the daemon token's owner
+	Label     string
+	SessionID string // scope: "" for every session
+	ReadOnly  bool
+}
+
+func identOf(c *rpc.Conn) identity {
+	if c == nil {
+		return identity{}
+	}
+	if v, ok := c.Value(identKey); ok {
+		return v.(identity)
+	}
+	return identity{}
+}
+
+// sender is the Sender of what c does: the paired client (or the owner)
+// with the client name and version of initialize.
+func sender(c *rpc.Conn) rpc.Sender {
+	id := identOf(c)
+	s := rpc.Sender{ID: rpc.SenderOwner}
+	if id.ClientID != "" {
+		s.ID, s.Label = id.ClientID, id.Label
+	}
+	if c != nil {
+		if v, ok := c.Value(clientKey); ok {
+			if ci, ok := v.(rpc.ClientInfo); ok {
+				s.Client, s.Version = ci.Name, ci.Version
+			}
+		}
+	}
+	return s
+}
+
+func senderJSON(c *rpc.Conn) json.RawMessage {
+	b, _ := json.Marshal(sender(c))
+	return b
+}
+
+// decodeSender parses a stored sender; nil when absent or unreadable.
+func decodeSender(raw []byte) *rpc.Sender {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s rpc.Sender
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	return &s
+}
+
+func hashSecret(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// normalizeCode upper-cases a code and drops separators, so "abcde-fghjk"
+// and "ABCDEFGHJK" are the same code.
+func normalizeCode(code string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(code) {
+		if r == '-' || r == ' ' {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func newCode() string {
+	buf := make([]byte, codeLen)
+	out := make([]byte, codeLen)
+	rand.Read(buf)
+	for i := range buf {
+		// 256 % 30 != 0: reject the biased tail.
+		for buf[i] >= byte(256-256%len(pairingAlphabet)) {
+			rand.Read(buf[i : i+1])
+		}
+		out[i] = pairingAlphabet[int(buf[i])%len(pairingAlphabet)]
+	}
+	return string(out[:5]) + "-" + string(out[5:])
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// presentedToken is the token of the upgrade: the bearer token or the
+// sessiond.token.<t> subprotocol (never the URL).
+func presentedToken(r *http.Request) string {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		if tok, ok := strings.CutPrefix(auth, "Bearer "); ok {
+			return strings.TrimSpace(tok)
+		}
+	}
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), TokenSubprotocol); ok {
+				return tok
+			}
+		}
+	}
+	return ""
+}
+
+// authenticate names the holder of the upgrade's token: the owner (the
+// daemon token, compared in constant time) or a paired client that is not
+// revoked (looked up by the token's SHA-256, whose stored hash is then
+// compared in constant time; last_used_at is stamped). ok is false for no
+// token or a wrong or revoked one.
+func (d *Daemon) authenticate(r *http.Request) (id identity, ok bool) {
+	if d.authorized(r) {
+		return identity{}, true
+	}
+	tok := presentedToken(r)
+	if !strings.HasPrefix(tok, TokenPrefix) {
+		return identity{}, false
+	}
+	h := hashSecret(tok)
+	var row struct {
+		ClientID  string         `db:"client_id"`
+		Label     string         `db:"label"`
+		Hash      string         `db:"token_hash"`
+		SessionID sql.NullString `db:"scope_session_id"`
+		ReadOnly  bool           `db:"read_only"`
+	}
+	if err := d.db.Get(r.Context(), &row, `SELECT client_id, label, token_hash, scope_session_id, read_only
+		FROM clients WHERE token_hash = ? AND revoked_at IS NULL`, h); err != nil {
+		if !errors.Is(err, sql.ErrNoRows) {
+			d.log.Warn("paired token lookup failed", "err", err)
+		}
+		return identity{}, false
+	}
+	if subtle.ConstantTimeCompare([]byte(row.Hash), []byte(h)) != 1 {
+		return identity{}, false
+	}
+	if err := d.db.InTx(r.Context(), func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE clients SET last_used_at = ? WHERE client_id = ?`, store.Now(), row.ClientID)
+		return err
+	}); err != nil {
+		d.log.Warn("paired client last_used_at not recorded", "client_id", row.ClientID, "err", err)
+	}
+	return identity{ClientID: row.ClientID, Label: row.Label, SessionID: row.SessionID.String, ReadOnly: row.ReadOnly}, true
+}
+
+// pairRoutes is the mux of GET /pair: initialize and auth.pair; every other
+// method of the daemon is refused with forbidden.
+func (d *Daemon) pairRoutes() *rpc.Mux {
+	m := rpc.NewMux()
+	m.Handle(rpc.MethodInitialize, d.initialize)
+	m.Handle(rpc.MethodPair, d.pair)
+	for _, name := range d.mux.Methods() {
+		if name == rpc.MethodInitialize {
+			continue
+		}
+		name := name
+		m.Handle(name, func(context.Context, *rpc.Conn, json.RawMessage) (any, error) {
+			return nil, rpc.Errorf(rpc.ReasonForbidden, "%s is not available on /pair: only initialize and auth.pair; reconnect to /rpc with the token auth.pair returns", name)
+		})
+	}
+	return m
+}
+
+func (d *Daemon) servePair(w http.ResponseWriter, r *http.Request) {
+	if !d.hostAllowed(r.Host) {
+		http.Error(w, "forbidden: Host must name a loopback address", http.StatusForbidden)
+		return
+	}
+	if !d.originAllowed(r) {
+		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
+		return
+	}
+	d.serveConn(w, r, d.pairMux, nil)
+}
+
+// pairingCode is auth.pairing_code (owner only).
+func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.PairingCodeParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	ttl := defaultCodeTTL
+	if p.TTLSeconds < 0 || time.Duration(p.TTLSeconds)*time.Second > maxCodeTTL {
+		return nil, rpc.InvalidParams("ttl_seconds", "must be 1..%d", int(maxCodeTTL/time.Second))
+	} else if p.TTLSeconds > 0 {
+		ttl = time.Duration(p.TTLSeconds) * time.Second
+	}
+	if err := validLabel(p.Label); err != nil {
+		return nil, err
+	}
+	if p.SessionID != "" {
+		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
+			return nil, wireErr(err)
+		}
+	}
+	code := newCode()
+	now := time.Now()
+	expires := store.FormatTime(now.Add(ttl))
+	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		// Expired codes are of no use: drop them as new ones are made.
+		if _, err := tx.Exec(`DELETE FROM pairing_codes WHERE used_at IS NULL AND expires_at < ?`, store.FormatTime(now)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO pairing_codes (code_hash, label, scope_session_id, read_only, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, hashSecret(normalizeCode(code)), p.Label,
+			sql.NullString{String: p.SessionID, Valid: p.SessionID != ""}, p.ReadOnly, store.FormatTime(now), expires)
+		return err
+	})
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	d.audit().Info("pairing code issued", append(connAttrs(c), "label", p.Label, "scope_session_id", p.SessionID,
+		"read_only", p.ReadOnly, "expires_at", expires)...)
+	return rpc.PairingCodeResult{Code: code, ExpiresAt: expires}, nil
+}
+
+func validLabel(l string) error {
+	if len(l) > maxLabelLen {
+		return rpc.InvalidParams("label", "at most %d bytes", maxLabelLen)
+	}
+	for _, r := range l {
+		if r < 0x20 || r == 0x7f {
+			return rpc.InvalidParams("label", "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// errBadCode is the one answer to an unknown, used or expired code, so
+// that a guesser learns nothing about which.
+var errBadCode = rpc.Errorf(rpc.ReasonForbidden, "pairing code unknown, already used or expired: ask the owner for a new one (sessionctl pair)")
+
+// pair is auth.pair (GET /pair only): it redeems a code once and creates
+// the paired client.
+func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.PairParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("code", p.Code); err != nil {
+		return nil, err
+	}
+	if err := validLabel(p.Label); err != nil {
+		return nil, err
+	}
+	peer := peerOf(c)
+	if !d.pairLimit.allow(peer, time.Now()) {
+		return nil, rpc.Errorf(rpc.ReasonOverloaded, "too many failed pairing attempts from this peer; retry in a minute")
+	}
+	code := normalizeCode(p.Code)
+	if len(code) != codeLen {
+		d.pairLimit.fail(peer, time.Now())
+		return nil, errBadCode
+	}
+	token := newToken()
+	out := rpc.PairResult{ClientID: "cli_" + uuid.Must(uuid.NewV7()).String(), Token: token}
+	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		var row struct {
+			Label     string         `db:"label"`
+			SessionID sql.NullString `db:"scope_session_id"`
+			ReadOnly  bool           `db:"read_only"`
+		}
+		now := store.Now()
+		// Single use: the code is claimed in the same statement that
+		// checks it, so two redemptions cannot both win.
+		err := tx.Get(&row, `UPDATE pairing_codes SET used_at = ?1, client_id = ?2
+			WHERE code_hash = ?3 AND used_at IS NULL AND expires_at > ?1
+			RETURNING label, scope_session_id, read_only`, now, out.ClientID, hashSecret(code))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errBadCode
+		} else if err != nil {
+			return err
+		}
+		out.Label = row.Label
+		if p.Label != "" {
+			out.Label = p.Label
+		}
+		if out.Label == "" {
+			out.Label = "paired client"
+			if name := sender(c).Client; name != "" {
+				out.Label = name
+			}
+		}
+		_, err = tx.Exec(`INSERT INTO clients (client_id, label, token_hash, scope_session_id, read_only, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, out.ClientID, out.Label, hashSecret(token), row.SessionID, row.ReadOnly, now)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, errBadCode) {
+			d.pairLimit.fail(peer, time.Now())
+			d.audit().Warn("pairing refused: bad code", append(connAttrs(c), "peer", peer)...)
+		}
+		return nil, wireErr(err)
+	}
+	d.audit().Info("client paired", append(connAttrs(c), "client_id", out.ClientID, "label", out.Label, "peer", peer)...)
+	return out, nil
+}
+
+// clientsList is clients.list (owner only): every paired client, newest
+// first, revoked ones included.
+func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var rows []struct {
+		ClientID   string         `db:"client_id"`
+		Label      string         `db:"label"`
+		SessionID  sql.NullString `db:"scope_session_id"`
+		ReadOnly   bool           `db:"read_only"`
+		CreatedAt  string         `db:"created_at"`
+		LastUsedAt sql.NullString `db:"last_used_at"`
+		RevokedAt  sql.NullString `db:"revoked_at"`
+	}
+	if err := d.db.Select(ctx, &rows, `SELECT client_id, label, scope_session_id, read_only, created_at, last_used_at, revoked_at
+		FROM clients ORDER BY created_at DESC, client_id DESC`); err != nil {
+		return nil, wireErr(err)
+	}
+	out := rpc.ClientsList{Clients: make([]rpc.PairedClient, 0, len(rows))}
+	for _, r := range rows {
+		out.Clients = append(out.Clients, rpc.PairedClient{ClientID: r.ClientID, Label: r.Label, SessionID: r.SessionID.String,
+			ReadOnly: r.ReadOnly, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt.String, RevokedAt: r.RevokedAt.String})
+	}
+	return out, nil
+}
+
+// clientsRevoke is clients.revoke (owner only): the token is refused from
+// now on and the client's open connections are closed with 1008.
+// Revoking a revoked client again is not an error (revoked stays true,
+// closed 0); an unknown id is not_found.
+func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.ClientRef
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("client_id", p.ClientID); err != nil {
+		return nil, err
+	}
+	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		var id string
+		err := tx.Get(&id, `UPDATE clients SET revoked_at = coalesce(revoked_at, ?) WHERE client_id = ? RETURNING client_id`, store.Now(), p.ClientID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return rpc.Errorf(rpc.ReasonNotFound, "no paired client %s (see clients.list)", p.ClientID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	var victims []*rpc.Conn
+	d.connMu.Lock()
+	d.revoked[p.ClientID] = true
+	for conn := range d.conns {
+		if identOf(conn).ClientID == p.ClientID {
+			victims = append(victims, conn)
+		}
+	}
+	d.connMu.Unlock()
+	for _, conn := range victims {
+		conn.Close(websocket.StatusPolicyViolation, "revoked: paired client "+p.ClientID+" was revoked by the owner")
+	}
+	d.audit().Warn("paired client revoked", append(connAttrs(c), "client_id", p.ClientID, "closed", len(victims))...)
+	return rpc.RevokeResult{ClientID: p.ClientID, Revoked: true, Closed: len(victims)}, nil
+}
+
+func peerOf(c *rpc.Conn) string {
+	if c == nil {
+		return "?"
+	}
+	if v, ok := c.Value(peerKey); ok {
+		return v.(string)
+	}
+	return "?"
+}
+
+const peerKey = "peer"
+
+// pairLimiter bounds failed auth.pair attempts per peer address: at most
+// pairFailures in a pairWindow.
+type pairLimiter struct {
+	mu    sync.Mutex
+	peers map[string]*pairWindowState
+}
+
+type pairWindowState struct {
+	start    time.Time
+	failures int
+}
+
+func (l *pairLimiter) allow(peer string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.peers[peer]
+	return st == nil || now.Sub(st.start) >= pairWindow || st.failures < pairFailures
+}
+
+func (l *pairLimiter) fail(peer string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.peers == nil {
+		l.peers = map[string]*pairWindowState{}
+	}
+	for k, st := range l.peers { // keep the map small
+		if now.Sub(st.start) >= pairWindow {
+			delete(l.peers, k)
+		}
+	}
+	st := l.peers[peer]
+	if st == nil {
+		st = &pairWindowState{start: now}
+		l.peers[peer] = st
+	}
+	st.failures++
+}
+
+// Method classes of the scope guard.
+var (
+	ownerOnly = map[string]bool{rpc.MethodPairingCode: true, rpc.MethodClientsList: true, rpc.MethodClientsRevoke: true}
+	// mutating methods, refused to read-only clients
+	mutating = map[string]bool{rpc.MethodSessionCreate: true, rpc.MethodPromptSubmit: true, rpc.MethodPromptCancel: true,
+		rpc.MethodInterrupt: true, rpc.MethodResolveUnknown: true, rpc.MethodApprovalRespond: true,
+		rpc.MethodClarifyRespond: true, rpc.MethodSessionUpdate: true, rpc.MethodSessionDelete: true,
+		rpc.MethodApprovalsRevoke: true}
+)
+
+// guard enforces a paired client's scope before h: owner-only methods and
+// (for read-only clients) mutating ones are forbidden; a session-scoped
+// client cannot create sessions and other sessions are not_found to it.
+// The owner passes untouched.
+func guard(method string, h rpc.Handler) rpc.Handler {
+	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+		id := identOf(c)
+		if id.ClientID == "" {
+			return h(ctx, c, params)
+		}
+		if ownerOnly[method] {
+			return nil, rpc.Errorf(rpc.ReasonForbidden, "%s needs the daemon's own token; paired client %s may not call it", method, id.ClientID)
+		}
+		if id.ReadOnly && mutating[method] {
+			return nil, rpc.Errorf(rpc.ReasonForbidden, "paired client %s is read-only: %s is not allowed", id.ClientID, method)
+		}
+		if id.SessionID != "" {
+			switch method {
+			case rpc.MethodSessionCreate:
+				return nil, rpc.Errorf(rpc.ReasonForbidden, "paired client %s is limited to session %s and cannot create sessions", id.ClientID, id.SessionID)
+			case rpc.MethodSessionList, rpc.MethodInitialize, rpc.MethodDaemonInfo:
+			default:
+				var p struct {
+					SessionID string `json:"session_id"`
+				}
+				_ = json.Unmarshal(params, &p) // a bad shape is the handler's to report
+				if p.SessionID == "" && method == rpc.MethodApprovalsRevoke {
+					return nil, rpc.Errorf(rpc.ReasonForbidden, "paired client %s is limited to session %s: it cannot revoke an \"always\" rule", id.ClientID, id.SessionID)
+				}
+				if p.SessionID != "" && p.SessionID != id.SessionID {
+					return nil, rpc.Errorf(rpc.ReasonNotFound, "session not found: %s", p.SessionID)
+				}
+			}
+		}
+		return h(ctx, c, params)
+	}
+}
+
+// hostOnly strips the port of a RemoteAddr.
+func hostOnly(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
