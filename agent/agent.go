@@ -341,8 +341,15 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 // others.
 func isUnanalysable(pattern string) bool { return risk.Unanalysable(pattern) }
 
-// ApprovalChoices are offered with every approval prompt.
+// ApprovalChoices are offered with every approval prompt but an
+// escalation's.
 var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
+
+// EscalationChoices are offered with an escalation's approval prompt: a run
+// outside the sandbox is approved for that one run only, since the same
+// command text can run something else next time (a script the model edited
+// inside the sandbox meanwhile).
+var EscalationChoices = []string{prompts.ChoiceOnce, prompts.ChoiceDeny}
 
 func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
 	args, err := tools.ParseTerminalArgs(json.RawMessage(c.Arguments))
@@ -381,12 +388,14 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	if pattern == "" || isUnanalysable(pattern) {
 		pattern = "command:" + args.Command
 	}
+	lookup := []string{pattern} // remembered patterns that allow this run
+	choices := ApprovalChoices
 	reason := cls.Reason
 	switch {
 	case escalated:
-		// Always asked, in every approval mode; only an approval of this
-		// exact command outside the sandbox is remembered.
-		ask, pattern = true, "unsandboxed:"+args.Command
+		// Always asked, in every approval mode, for this one run only:
+		// nothing is remembered and no remembered approval applies.
+		ask, pattern, lookup, choices = true, "", nil, EscalationChoices
 		reason = "the model asks to run this command OUTSIDE the sandbox: " + args.Justification
 	case sandboxed && s.SandboxUnavailable != "":
 		// Fail closed: no sandbox where one is configured.
@@ -396,8 +405,11 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			reason += "; " + cls.Reason
 		}
 	}
-	if ask {
-		ok, err := r.Prompter.Allowed(ctx, s.ID, pattern)
+	for _, p := range lookup {
+		if !ask {
+			break
+		}
+		ok, err := r.Prompter.Allowed(ctx, s.ID, p)
 		if err != nil {
 			errorResult(ev, "not run: could not read the approval allowlist: %v", err)
 			return
@@ -409,7 +421,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			reason = "approvals.mode is strict: every command needs approval"
 		}
 		payload := map[string]any{"tool_call_id": c.ID, "command": args.Command, "cwd": s.Cwd, "risk": cls.Risk,
-			"reason": reason, "pattern": pattern, "choices": ApprovalChoices,
+			"reason": reason, "pattern": pattern, "choices": choices,
 			"sandbox": sandboxPayload(s, confined)}
 		if escalated {
 			payload["sandbox_permissions"] = tools.SandboxEscalated
