@@ -351,6 +351,12 @@ var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompt
 // inside the sandbox meanwhile).
 var EscalationChoices = []string{prompts.ChoiceOnce, prompts.ChoiceDeny}
 
+// SandboxedPrefix qualifies a remembered pattern approved for a command
+// that ran confined in the sandbox: it satisfies only later sandboxed runs,
+// never an unsandboxed one (sandbox mode off, or unavailable). A pattern
+// without it was approved for an unsandboxed run and satisfies both.
+const SandboxedPrefix = "sandboxed:"
+
 func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
 	args, err := tools.ParseTerminalArgs(json.RawMessage(c.Arguments))
 	if err != nil {
@@ -383,12 +389,18 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	}
 	// A "session" or "always" approval remembers the rule's pattern; for a
 	// safe command in strict mode, or a command the classifier could not
-	// analyse, only this exact command text is remembered.
+	// analyse, only this exact command text is remembered. A pattern
+	// approved for a confined run is remembered as such (SandboxedPrefix)
+	// and never lets a command run unsandboxed without asking.
 	pattern := cls.Pattern
 	if pattern == "" || isUnanalysable(pattern) {
 		pattern = "command:" + args.Command
 	}
 	lookup := []string{pattern} // remembered patterns that allow this run
+	if confined {
+		pattern = SandboxedPrefix + pattern
+		lookup = []string{pattern, lookup[0]}
+	}
 	choices := ApprovalChoices
 	reason := cls.Reason
 	switch {

@@ -112,3 +112,55 @@ func TestEscalationIgnoresRememberedApprovals(t *testing.T) {
 		t.Fatal("an escalation answered session did not run (it counts as once)")
 	}
 }
+
+// A pattern remembered for a confined run (session or always while the
+// sandbox ran the command) never lets the same kind of command run
+// unsandboxed without asking: not when the sandbox is unavailable (fail
+// closed), not in a session whose sandbox mode is off. An unqualified
+// pattern (approved for an unsandboxed run, or stored by an earlier
+// version) still allows both.
+func TestSandboxedApprovalScopedToSandbox(t *testing.T) {
+	rm := func() func(model.Request) (*model.Response, error) { return calls(term("c1", "rm -rf build")) }
+	// 1. Confined, manual: rm -rf asks; the pattern it would remember.
+	h := newHarness(t, "manual", rm(), says("ok"))
+	wantCompleted(t, h.runSandboxed(t, ""))
+	asks := h.p.asked()
+	if len(asks) != 1 {
+		t.Fatalf("%d prompts, want 1", len(asks))
+	}
+	remembered := asks[0].Payload.(map[string]any)["pattern"].(string)
+	if remembered != SandboxedPrefix+"rm-recursive" {
+		t.Fatalf("a confined run's pattern is %q, want %q", remembered, SandboxedPrefix+"rm-recursive")
+	}
+	// 2. That pattern allows the next confined run.
+	h = newHarness(t, "manual", rm(), says("ok"))
+	h.p.allowed = map[string]bool{remembered: true}
+	wantCompleted(t, h.runSandboxed(t, ""))
+	if n := len(h.p.asked()); n != 0 {
+		t.Fatalf("%d prompts for a confined run with its pattern remembered", n)
+	}
+	// 3. Sandbox unavailable: it runs unsandboxed, so it asks again, and
+	// offers the unqualified pattern.
+	h = newHarness(t, "manual", rm(), says("ok"))
+	h.p.allowed = map[string]bool{remembered: true}
+	wantCompleted(t, h.runSandboxed(t, "Landlock ABI 3 is too old"))
+	if asks := h.p.asked(); len(asks) != 1 || asks[0].Payload.(map[string]any)["pattern"] != "rm-recursive" {
+		t.Fatalf("sandbox unavailable, sandboxed approval remembered: prompts %v, want 1 with pattern rm-recursive", asks)
+	}
+	// 4. Sandbox mode off: unsandboxed, asks again.
+	h = newHarness(t, "manual", rm(), says("ok"))
+	h.p.allowed = map[string]bool{remembered: true}
+	wantCompleted(t, h.run(t))
+	if n := len(h.p.asked()); n != 1 {
+		t.Fatalf("sandbox off, sandboxed approval remembered: %d prompts, want 1", n)
+	}
+	// 5. An unqualified pattern allows a confined run and an unsandboxed one.
+	for _, unavailable := range []string{"", "Landlock ABI 3 is too old"} {
+		h = newHarness(t, "manual", rm(), says("ok"))
+		h.p.allowed = map[string]bool{"rm-recursive": true}
+		wantCompleted(t, h.runSandboxed(t, unavailable))
+		if n := len(h.p.asked()); n != 0 {
+			t.Fatalf("unavailable=%q: %d prompts with the unqualified pattern remembered", unavailable, n)
+		}
+	}
+}
