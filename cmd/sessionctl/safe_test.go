@@ -55,7 +55,7 @@ func TestTUIApprovalCardShowsWhatRuns(t *testing.T) {
 			t.Fatalf("approval card lacks %q:\n%s", want, view)
 		}
 	}
-	if strings.ContainsAny(view, "\x1b\x07") || strings.Contains(view, "[s] session") {
+	if strings.ContainsAny(view, "\x1b\x07") || strings.Contains(view, "[s] session") || !strings.Contains(view, "approval> press o, d") {
 		t.Fatalf("approval card has a raw escape or offers session:\n%q", view)
 	}
 	// "s" is not offered: nothing is sent, the notice lists o and d.

@@ -1124,8 +1124,14 @@ func (m *tuiModel) inputLine(w int) (prefix, text string, cursorX int) {
 	plain := 2
 	if m.clar != nil {
 		prefix, plain = m.st.yellow("answer> "), 8
-	} else if m.activeApproval() != nil {
-		return m.st.yellow("approval> "), m.st.dim("press o, s, a or d"), 10
+	} else if p := m.activeApproval(); p != nil {
+		var a approvalPayload
+		json.Unmarshal(p.Payload, &a)
+		var keys []string
+		for _, c := range a.offered() {
+			keys = append(keys, c[:1])
+		}
+		return m.st.yellow("approval> "), m.st.dim("press " + strings.Join(keys, ", ")), 10
 	}
 	shown := strings.ReplaceAll(string(m.input), "\n", "↵")
 	runes := []rune(shown)
