@@ -341,8 +341,21 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 // others.
 func isUnanalysable(pattern string) bool { return risk.Unanalysable(pattern) }
 
-// ApprovalChoices are offered with every approval prompt.
+// ApprovalChoices are offered with every approval prompt but an
+// escalation's.
 var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
+
+// EscalationChoices are offered with an escalation's approval prompt: a run
+// outside the sandbox is approved for that one run only, since the same
+// command text can run something else next time (a script the model edited
+// inside the sandbox meanwhile).
+var EscalationChoices = []string{prompts.ChoiceOnce, prompts.ChoiceDeny}
+
+// SandboxedPrefix qualifies a remembered pattern approved for a command
+// that ran confined in the sandbox: it satisfies only later sandboxed runs,
+// never an unsandboxed one (sandbox mode off, or unavailable). A pattern
+// without it was approved for an unsandboxed run and satisfies both.
+const SandboxedPrefix = "sandboxed:"
 
 func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent, c model.ToolCall) {
 	args, err := tools.ParseTerminalArgs(json.RawMessage(c.Arguments))
@@ -376,17 +389,25 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	}
 	// A "session" or "always" approval remembers the rule's pattern; for a
 	// safe command in strict mode, or a command the classifier could not
-	// analyse, only this exact command text is remembered.
+	// analyse, only this exact command text is remembered. A pattern
+	// approved for a confined run is remembered as such (SandboxedPrefix)
+	// and never lets a command run unsandboxed without asking.
 	pattern := cls.Pattern
 	if pattern == "" || isUnanalysable(pattern) {
 		pattern = "command:" + args.Command
 	}
+	lookup := []string{pattern} // remembered patterns that allow this run
+	if confined {
+		pattern = SandboxedPrefix + pattern
+		lookup = []string{pattern, lookup[0]}
+	}
+	choices := ApprovalChoices
 	reason := cls.Reason
 	switch {
 	case escalated:
-		// Always asked, in every approval mode; only an approval of this
-		// exact command outside the sandbox is remembered.
-		ask, pattern = true, "unsandboxed:"+args.Command
+		// Always asked, in every approval mode, for this one run only:
+		// nothing is remembered and no remembered approval applies.
+		ask, pattern, lookup, choices = true, "", nil, EscalationChoices
 		reason = "the model asks to run this command OUTSIDE the sandbox: " + args.Justification
 	case sandboxed && s.SandboxUnavailable != "":
 		// Fail closed: no sandbox where one is configured.
@@ -396,8 +417,11 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			reason += "; " + cls.Reason
 		}
 	}
-	if ask {
-		ok, err := r.Prompter.Allowed(ctx, s.ID, pattern)
+	for _, p := range lookup {
+		if !ask {
+			break
+		}
+		ok, err := r.Prompter.Allowed(ctx, s.ID, p)
 		if err != nil {
 			errorResult(ev, "not run: could not read the approval allowlist: %v", err)
 			return
@@ -409,7 +433,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			reason = "approvals.mode is strict: every command needs approval"
 		}
 		payload := map[string]any{"tool_call_id": c.ID, "command": args.Command, "cwd": s.Cwd, "risk": cls.Risk,
-			"reason": reason, "pattern": pattern, "choices": ApprovalChoices,
+			"reason": reason, "pattern": pattern, "choices": choices,
 			"sandbox": sandboxPayload(s, confined)}
 		if escalated {
 			payload["sandbox_permissions"] = tools.SandboxEscalated

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,8 @@ func (h *harness) runSandboxed(t *testing.T, unavailable string) Result {
 }
 
 // An escalated command is asked about in approvals off too, with its
-// justification and "unsandboxed" in the payload and the exact command as
-// its pattern; denied, it does not run.
+// justification and "unsandboxed" in the payload, only once and deny as
+// choices and no pattern to remember; denied, it does not run.
 func TestEscalationAlwaysAsks(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "out.txt")
 	h := newHarness(t, "off", calls(escalate("c1", "echo x > "+outside, "needs to write the report")), says("ok"))
@@ -45,7 +46,7 @@ func TestEscalationAlwaysAsks(t *testing.T) {
 	}
 	pl := asks[0].Payload.(map[string]any)
 	sb := pl["sandbox"].(map[string]any)
-	if pl["pattern"] != "unsandboxed:echo x > "+outside || pl["justification"] != "needs to write the report" ||
+	if pl["pattern"] != "" || !slices.Equal(pl["choices"].([]string), []string{"once", "deny"}) || pl["justification"] != "needs to write the report" ||
 		sb["unsandboxed"] != true || !strings.Contains(pl["reason"].(string), "OUTSIDE the sandbox") {
 		t.Fatalf("payload = %v", pl)
 	}
@@ -85,5 +86,81 @@ func TestSandboxUnavailableAsksForEverything(t *testing.T) {
 	}
 	if _, res := h.resultOf(t, "c1"); res["sandbox"] != "workspace-write, network off" {
 		t.Fatalf("result = %v", res)
+	}
+}
+
+// An escalation is approved for one run: no remembered approval applies to
+// it (not even an "unsandboxed:<command>" entry stored by an earlier
+// version), the allowlist is not consulted, and a "session" answer to it
+// runs the command once without remembering anything.
+func TestEscalationIgnoresRememberedApprovals(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "out.txt")
+	cmd := "echo x > " + outside
+	h := newHarness(t, "off", calls(escalate("c1", cmd, "report")), says("ok"))
+	h.p.allowed = map[string]bool{"unsandboxed:" + cmd: true, "command:" + cmd: true}
+	h.p.answer = func(context.Context, prompts.Ask) (prompts.Outcome, error) {
+		return answered(`{"choice":"session"}`), nil
+	}
+	wantCompleted(t, h.runSandboxed(t, ""))
+	if n := len(h.p.asked()); n != 1 {
+		t.Fatalf("%d prompts for an escalation with remembered approvals, want 1", n)
+	}
+	if len(h.p.queries) != 0 {
+		t.Fatalf("an escalation consulted the allowlist: %v", h.p.queries)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatal("an escalation answered session did not run (it counts as once)")
+	}
+}
+
+// A pattern remembered for a confined run (session or always while the
+// sandbox ran the command) never lets the same kind of command run
+// unsandboxed without asking: not when the sandbox is unavailable (fail
+// closed), not in a session whose sandbox mode is off. An unqualified
+// pattern (approved for an unsandboxed run, or stored by an earlier
+// version) still allows both.
+func TestSandboxedApprovalScopedToSandbox(t *testing.T) {
+	rm := func() func(model.Request) (*model.Response, error) { return calls(term("c1", "rm -rf build")) }
+	// 1. Confined, manual: rm -rf asks; the pattern it would remember.
+	h := newHarness(t, "manual", rm(), says("ok"))
+	wantCompleted(t, h.runSandboxed(t, ""))
+	asks := h.p.asked()
+	if len(asks) != 1 {
+		t.Fatalf("%d prompts, want 1", len(asks))
+	}
+	remembered := asks[0].Payload.(map[string]any)["pattern"].(string)
+	if remembered != SandboxedPrefix+"rm-recursive" {
+		t.Fatalf("a confined run's pattern is %q, want %q", remembered, SandboxedPrefix+"rm-recursive")
+	}
+	// 2. That pattern allows the next confined run.
+	h = newHarness(t, "manual", rm(), says("ok"))
+	h.p.allowed = map[string]bool{remembered: true}
+	wantCompleted(t, h.runSandboxed(t, ""))
+	if n := len(h.p.asked()); n != 0 {
+		t.Fatalf("%d prompts for a confined run with its pattern remembered", n)
+	}
+	// 3. Sandbox unavailable: it runs unsandboxed, so it asks again, and
+	// offers the unqualified pattern.
+	h = newHarness(t, "manual", rm(), says("ok"))
+	h.p.allowed = map[string]bool{remembered: true}
+	wantCompleted(t, h.runSandboxed(t, "Landlock ABI 3 is too old"))
+	if asks := h.p.asked(); len(asks) != 1 || asks[0].Payload.(map[string]any)["pattern"] != "rm-recursive" {
+		t.Fatalf("sandbox unavailable, sandboxed approval remembered: prompts %v, want 1 with pattern rm-recursive", asks)
+	}
+	// 4. Sandbox mode off: unsandboxed, asks again.
+	h = newHarness(t, "manual", rm(), says("ok"))
+	h.p.allowed = map[string]bool{remembered: true}
+	wantCompleted(t, h.run(t))
+	if n := len(h.p.asked()); n != 1 {
+		t.Fatalf("sandbox off, sandboxed approval remembered: %d prompts, want 1", n)
+	}
+	// 5. An unqualified pattern allows a confined run and an unsandboxed one.
+	for _, unavailable := range []string{"", "Landlock ABI 3 is too old"} {
+		h = newHarness(t, "manual", rm(), says("ok"))
+		h.p.allowed = map[string]bool{"rm-recursive": true}
+		wantCompleted(t, h.runSandboxed(t, unavailable))
+		if n := len(h.p.asked()); n != 0 {
+			t.Fatalf("unavailable=%q: %d prompts with the unqualified pattern remembered", unavailable, n)
+		}
 	}
 }

@@ -141,7 +141,7 @@ func TestDaemonHomeNeedsApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := opened.Prompt
-	if p.Kind != "approval" || p.Payload.Risk != "dangerous" || p.Payload.Pattern != "sessiond-home" || !strings.Contains(p.Payload.Reason, "sessiond's home") {
+	if p.Kind != "approval" || p.Payload.Risk != "dangerous" || p.Payload.Pattern != "sandboxed:sessiond-home" || !strings.Contains(p.Payload.Reason, "sessiond's home") {
 		t.Fatalf("prompt = %+v; want an approval for sessiond-home", p)
 	}
 	if err := c.Call(ctxT(t), "approval.respond", map[string]any{"session_id": s.SessionID, "prompt_id": p.PromptID,

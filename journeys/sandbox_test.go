@@ -484,3 +484,49 @@ func TestSandboxUnavailableFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxedAlwaysApprovalDoesNotRunUnsandboxed: "always" given to a
+// dangerous command that ran in the sandbox is remembered as
+// sandboxed:<pattern>; after a restart with sandbox mode off, the same kind
+// of command in a new (unsandboxed) session asks again instead of running
+// outside any sandbox on the earlier approval.
+func TestSandboxedAlwaysApprovalDoesNotRunUnsandboxed(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 60}")})
+	c := d.Dial(t)
+	cwd := t.TempDir()
+	for _, v := range []string{"v1", "v2"} {
+		os.MkdirAll(filepath.Join(cwd, v, "sub"), 0o755)
+	}
+	s := createSession(t, c, map[string]any{"cwd": cwd})
+	resume(t, c, s.SessionID)
+	m.On("delete v1", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm("rm -rf v1")}}, fixtures.Reply{Text: "done"})
+	r := submit(t, c, s.SessionID, "d1", "delete v1")
+	p := waitPrompt(t, c, r.AdmissionID, "approval")
+	if pat := promptPayload(t, c, p)["pattern"]; pat != "sandboxed:rm-recursive" {
+		t.Fatalf("a confined run offers pattern %v, want sandboxed:rm-recursive", pat)
+	}
+	if _, err := answerApproval(t, c, s.SessionID, p, "always"); err != nil {
+		t.Fatal(err)
+	}
+	if out := waitTurn(t, c, r.AdmissionID); out != "completed" {
+		t.Fatal(out)
+	}
+	d.SIGTERM(t)
+	d.WriteConfig(t, fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 60}\nsandbox: {mode: off}"))
+	d.Restart(t)
+	c = d.Dial(t)
+	s = createSession(t, c, map[string]any{"cwd": cwd})
+	resume(t, c, s.SessionID)
+	m.On("delete v2", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm("rm -rf v2")}}, fixtures.Reply{Text: "done"})
+	r = submit(t, c, s.SessionID, "d2", "delete v2")
+	e := c.WaitEvent(t, wait, func(e fixtures.Event) bool {
+		return e.AdmissionID == r.AdmissionID && (e.Type == "prompt.opened" || e.Type == "turn.completed")
+	})
+	if e.Type != "prompt.opened" {
+		t.Fatal("an approval given for a sandboxed run let the command run unsandboxed without asking")
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "v2")); err != nil {
+		t.Fatal("ran before the approval")
+	}
+}

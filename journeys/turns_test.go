@@ -267,7 +267,7 @@ func TestApprovalSessionAndAlways(t *testing.T) {
 
 	r := run(s1, "delete v1", "session")
 	p := trEventsOf(c, r.AdmissionID, "prompt.opened")
-	if len(p) != 1 || !strings.Contains(string(p[0].Payload), `"pattern":"rm-recursive"`) || !strings.Contains(string(p[0].Payload), `"command":"rm -rf v1"`) {
+	if len(p) != 1 || !strings.Contains(string(p[0].Payload), `"pattern":"sandboxed:rm-recursive"`) || !strings.Contains(string(p[0].Payload), `"command":"rm -rf v1"`) {
 		t.Fatalf("prompt.opened = %v", p)
 	}
 	gone("v1")
@@ -284,7 +284,7 @@ func TestApprovalSessionAndAlways(t *testing.T) {
 	var sess, always []string
 	db.Select(&sess, `SELECT session_id || '|' || pattern FROM session_approvals`)
 	db.Select(&always, `SELECT pattern FROM approval_allowlist`)
-	if !slices.Equal(sess, []string{s1.SessionID + "|rm-recursive"}) || !slices.Equal(always, []string{"rm-recursive"}) {
+	if !slices.Equal(sess, []string{s1.SessionID + "|sandboxed:rm-recursive"}) || !slices.Equal(always, []string{"sandboxed:rm-recursive"}) {
 		t.Fatalf("session_approvals %v, approval_allowlist %v", sess, always)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sessiond/sessiond/store"
 )
@@ -18,15 +19,22 @@ import (
 // command, not that exact text.
 
 // recordAllowance stores the pattern of an answered approval when its
-// choice is session or always.
+// choice is session or always and the prompt offered that choice (its
+// payload's "choices", when present): an escalation offers only once and
+// deny, so a "session" or "always" answer to it counts as once and
+// nothing is remembered.
 func recordAllowance(tx *store.Tx, p Prompt, answer json.RawMessage) error {
 	var a struct {
 		Choice string `json:"choice"`
 	}
 	var payload struct {
-		Pattern string `json:"pattern"`
+		Pattern string   `json:"pattern"`
+		Choices []string `json:"choices"`
 	}
 	if json.Unmarshal(answer, &a) != nil || json.Unmarshal([]byte(p.Payload), &payload) != nil || payload.Pattern == "" {
+		return nil
+	}
+	if payload.Choices != nil && !slices.Contains(payload.Choices, a.Choice) {
 		return nil
 	}
 	switch a.Choice {

@@ -611,3 +611,23 @@ func TestClarifyAnswerRoundTrip(t *testing.T) {
 		t.Fatal("a clarify answer recorded an approval")
 	}
 }
+
+// An approval whose prompt offers only once and deny (an escalation)
+// remembers nothing when answered session or always: the answer counts as
+// once.
+func TestChoiceNotOfferedRecordsNothing(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	for _, c := range []string{"session", "always"} {
+		a := approval("s1", "a1", 1, "sandboxed:rm-recursive")
+		a.Payload.(map[string]any)["choices"] = []string{"once", "deny"}
+		id, done := e.ask(t, ctx, e.m, a)
+		if st, err := e.m.Respond(ctx, prompts.Response{SessionID: "s1", PromptID: id, Kind: prompts.KindApproval, Generation: 1, Answer: choice(c)}); err != nil || st != prompts.StatusResolved {
+			t.Fatalf("respond %s: %q %v", c, st, err)
+		}
+		wait(t, done)
+		if ok, err := e.m.Allowed(ctx, "s1", "sandboxed:rm-recursive"); ok || err != nil {
+			t.Fatalf("answered %s to a prompt offering once and deny: remembered (%v, %v)", c, ok, err)
+		}
+	}
+}

@@ -60,7 +60,9 @@ var ErrInvalidClarify = errors.New("invalid clarify arguments")
 // It accepts a single question {question, choices?, multi_select?}, a list
 // {questions: [{id?, question, choices?, multi_select?}, …]} (list items
 // may also be plain strings), or both, the single question first. Choices
-// may be strings, numbers or booleans. Unknown fields are ignored. It
+// may be strings, numbers or booleans. Unknown fields are ignored, but a
+// key that differs from a known one only in case ("Question") is refused:
+// what is asked is what the stored arguments show. It
 // returns an error wrapping ErrInvalidClarify when the JSON is not an
 // object, a question is empty, there is no question at all, IDs repeat, or
 // the bounds MaxClarifyQuestions / MaxClarifyChoices are exceeded.
@@ -73,7 +75,7 @@ func ParseClarifyArgs(raw json.RawMessage) ([]ClarifyQuestion, error) {
 		clarifyItem
 		Questions []json.RawMessage `json:"questions"`
 	}
-	if err := json.Unmarshal(raw, &in); err != nil {
+	if err := decodeExact(raw, &in, true); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidClarify, err)
 	}
 	var items []clarifyItem
@@ -89,7 +91,7 @@ func ParseClarifyArgs(raw json.RawMessage) ([]ClarifyQuestion, error) {
 				return nil, fmt.Errorf("%w: questions[%d]: %v", ErrInvalidClarify, i, err)
 			}
 			it.Question = &s
-		} else if err := json.Unmarshal(q, &it); err != nil {
+		} else if err := decodeExact(q, &it, true); err != nil {
 			return nil, fmt.Errorf("%w: questions[%d]: %v", ErrInvalidClarify, i, err)
 		}
 		items = append(items, it)

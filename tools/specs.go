@@ -133,7 +133,8 @@ const MaxTimeoutCeiling = math.MaxInt32
 // with a non-blank string command and an optional integer timeout in
 // seconds, at least 1 and at most MaxTimeoutCeiling. As JSON Schema says,
 // 60.0 is the integer 60; 60.5, 0, -5 and 18446744074 are refused, never
-// rounded or wrapped. Fields the schema does not list are refused. Errors wrap
+// rounded or wrapped. Fields the schema does not list are refused, and so
+// is a key that differs from a field name only in case ("Command"). Errors wrap
 // ErrInvalidTerminalArgs and name the offending field.
 func ParseTerminalArgs(raw json.RawMessage) (TerminalArgs, error) {
 	var a TerminalArgs
@@ -144,7 +145,7 @@ func ParseTerminalArgs(raw json.RawMessage) (TerminalArgs, error) {
 	if err != nil {
 		return a, fmt.Errorf("%w: %v", ErrInvalidTerminalArgs, err)
 	}
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := decodeExact(raw, &a, false); err != nil {
 		return a, fmt.Errorf("%w: %v", ErrInvalidTerminalArgs, err)
 	}
 	if strings.TrimSpace(a.Command) == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/sessiond/sessiond/rpc"
@@ -20,6 +21,51 @@ type approvalPayload struct {
 	Reason     string   `json:"reason"`
 	Pattern    string   `json:"pattern"`
 	Choices    []string `json:"choices"`
+	// SandboxPermissions is "escalated" when the model asks to run the
+	// command outside the sandbox, with its Justification.
+	SandboxPermissions string `json:"sandbox_permissions"`
+	Justification      string `json:"justification"`
+	Sandbox            *struct {
+		Mode        string `json:"mode"`
+		Unsandboxed bool   `json:"unsandboxed"`
+		Unavailable string `json:"unavailable"`
+	} `json:"sandbox"`
+}
+
+// offered is the prompt's choices (all four when the payload lists none).
+func (a approvalPayload) offered() []string {
+	if len(a.Choices) == 0 {
+		return []string{"once", "session", "always", "deny"}
+	}
+	return a.Choices
+}
+
+// unsandboxed reports whether the command would run outside any sandbox.
+func (a approvalPayload) unsandboxed() bool {
+	return a.SandboxPermissions == "escalated" || (a.Sandbox != nil && a.Sandbox.Unsandboxed)
+}
+
+// unsandboxedNote says why the command runs unsandboxed ("" when it runs
+// in the sandbox, or the payload does not say).
+func (a approvalPayload) unsandboxedNote() string {
+	switch {
+	case a.SandboxPermissions == "escalated":
+		return "UNSANDBOXED: the model asks to run this OUTSIDE the sandbox"
+	case a.Sandbox != nil && a.Sandbox.Unsandboxed && a.Sandbox.Unavailable != "":
+		return "UNSANDBOXED: the sandbox is not available (" + visibleLine(a.Sandbox.Unavailable) + ")"
+	case a.Sandbox != nil && a.Sandbox.Unsandboxed:
+		return "UNSANDBOXED: this session's sandbox mode is off"
+	}
+	return ""
+}
+
+// remembers says what "session" / "always" would remember.
+func (a approvalPayload) remembers() string {
+	off := a.offered()
+	if a.Pattern == "" || (!slices.Contains(off, "session") && !slices.Contains(off, "always")) {
+		return "nothing: approved for this run only"
+	}
+	return "session/always remember pattern " + visibleLine(a.Pattern)
 }
 
 type clarifyQuestion struct {
@@ -64,7 +110,14 @@ func promptSummary(p rpc.Prompt) string {
 	case "approval":
 		var a approvalPayload
 		json.Unmarshal(p.Payload, &a)
-		return fmt.Sprintf("%s  (%s)", a.Command, a.Reason)
+		s := fmt.Sprintf("%s  (%s; %s; choices %s)", visibleLine(a.Command), visibleLine(a.Reason), a.remembers(), strings.Join(a.offered(), "/"))
+		if a.unsandboxed() {
+			s = "[UNSANDBOXED] " + s
+			if a.Justification != "" {
+				s += " justification: " + visibleLine(a.Justification)
+			}
+		}
+		return s
 	case "clarify":
 		var c clarifyPayload
 		json.Unmarshal(p.Payload, &c)

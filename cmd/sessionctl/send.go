@@ -380,8 +380,21 @@ func (s *sender) notePrompt(p rpc.Prompt) {
 	case "approval":
 		var ap approvalPayload
 		json.Unmarshal(p.Payload, &ap)
-		how = fmt.Sprintf("the turn waits for approval to run `%s` (%s); prompt %s: answer with `%s` (or session, always, deny)",
-			ap.Command, ap.Reason, p.PromptID, s.app.cmdline("approve", s.sessionID, p.PromptID, "--choice", "once"))
+		var others []string
+		for _, c := range ap.offered() {
+			if c != "once" {
+				others = append(others, c)
+			}
+		}
+		how = fmt.Sprintf("the turn waits for approval to run `%s` (%s); %s; prompt %s: answer with `%s` (or %s)",
+			visibleLine(ap.Command), visibleLine(ap.Reason), ap.remembers(), p.PromptID,
+			s.app.cmdline("approve", s.sessionID, p.PromptID, "--choice", "once"), strings.Join(others, ", "))
+		if note := ap.unsandboxedNote(); note != "" {
+			how = note + "; " + how
+			if ap.Justification != "" {
+				how += "; justification: " + visibleLine(ap.Justification)
+			}
+		}
 	case "clarify":
 		var c clarifyPayload
 		json.Unmarshal(p.Payload, &c)
@@ -397,7 +410,10 @@ func (s *sender) notePrompt(p rpc.Prompt) {
 	default:
 		how = fmt.Sprintf("the turn waits on prompt %s (%s)", p.PromptID, p.Kind)
 	}
-	fmt.Fprintf(s.app.stderr, "sessionctl: note: %s\n", oneLine(how))
+	if p.Kind != "approval" { // an approval's note is one line already, its command shown exactly
+		how = oneLine(how)
+	}
+	fmt.Fprintf(s.app.stderr, "sessionctl: note: %s\n", how)
 }
 
 // reply is the text of the turn's last assistant message with content.

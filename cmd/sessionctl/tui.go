@@ -278,18 +278,17 @@ func (m *tuiModel) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if p := m.activeApproval(); p != nil {
-		switch strings.ToLower(k.Text) {
-		case "o":
-			return m.approve(*p, "once")
-		case "s":
-			return m.approve(*p, "session")
-		case "a":
-			return m.approve(*p, "always")
-		case "d":
-			return m.approve(*p, "deny")
+		var a approvalPayload
+		json.Unmarshal(p.Payload, &a)
+		var keys []string
+		for _, c := range a.offered() { // only the choices this prompt offers
+			if strings.ToLower(k.Text) == c[:1] {
+				return m.approve(*p, c)
+			}
+			keys = append(keys, c[:1]+" ("+c+")")
 		}
 		if k.Text != "" || k.String() == "enter" {
-			return m.setNotice("an approval is waiting: press o (once), s (session), a (always) or d (deny)")
+			return m.setNotice("an approval is waiting: press " + strings.Join(keys, ", "))
 		}
 		return nil
 	}
@@ -1043,10 +1042,32 @@ func (m *tuiModel) promptBox(w int) []string {
 		var a approvalPayload
 		json.Unmarshal(p.Payload, &a)
 		out = append(out, fit(m.st.yellow("┌ approval needed")+m.st.dim(" ("+a.Risk+")")))
-		out = append(out, fit(bar+m.st.bold("command ")+a.Command))
-		out = append(out, fit(bar+m.st.bold("cwd     ")+a.Cwd))
-		out = append(out, fit(bar+m.st.bold("reason  ")+a.Reason))
-		out = append(out, fit(m.st.yellow("└ ")+m.st.bold("[o]")+" once  "+m.st.bold("[s]")+" session  "+m.st.bold("[a]")+" always  "+m.st.bold("[d]")+" deny"))
+		// Whole fields, wrapped, never cut, control characters and escape
+		// sequences made visible: what is approved is what runs.
+		field := func(name, value string, style func(string) string) {
+			for i, l := range strings.Split(ansi.Hardwrap(visible(value, true), max(w-12, 20), true), "\n") {
+				if i > 0 {
+					name = strings.Repeat(" ", len(name))
+				}
+				out = append(out, bar+m.st.bold(name)+style(l))
+			}
+		}
+		plain := func(s string) string { return s }
+		if note := a.unsandboxedNote(); note != "" {
+			field("", note, m.st.red)
+		}
+		field("command ", a.Command, plain)
+		field("cwd     ", a.Cwd, plain)
+		field("reason  ", a.Reason, plain)
+		if a.Justification != "" {
+			field("why     ", a.Justification, plain)
+		}
+		field("remember", " "+a.remembers(), plain)
+		var keys []string
+		for _, c := range a.offered() {
+			keys = append(keys, m.st.bold("["+c[:1]+"]")+" "+c)
+		}
+		out = append(out, fit(m.st.yellow("└ ")+strings.Join(keys, "  ")))
 	case "clarify":
 		cs := m.clar
 		if cs == nil {
@@ -1111,8 +1132,14 @@ func (m *tuiModel) inputLine(w int) (prefix, text string, cursorX int) {
 	plain := 2
 	if m.clar != nil {
 		prefix, plain = m.st.yellow("answer> "), 8
-	} else if m.activeApproval() != nil {
-		return m.st.yellow("approval> "), m.st.dim("press o, s, a or d"), 10
+	} else if p := m.activeApproval(); p != nil {
+		var a approvalPayload
+		json.Unmarshal(p.Payload, &a)
+		var keys []string
+		for _, c := range a.offered() {
+			keys = append(keys, c[:1])
+		}
+		return m.st.yellow("approval> "), m.st.dim("press " + strings.Join(keys, ", ")), 10
 	}
 	shown := strings.ReplaceAll(string(m.input), "\n", "↵")
 	runes := []rune(shown)

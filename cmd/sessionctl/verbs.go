@@ -317,7 +317,11 @@ ids (for approve and answer).`,
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "PROMPT\tKIND\tGEN\tDETAIL")
 			for _, p := range snap.Prompts {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.PromptID, p.Kind, p.ExecutionGeneration, clip(promptSummary(p), 70))
+				detail := promptSummary(p)
+				if p.Kind != "approval" { // an approval shows its full command: what is approved is what runs
+					detail = clip(detail, 70)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.PromptID, p.Kind, p.ExecutionGeneration, detail)
 			}
 			tw.Flush()
 		}
@@ -575,8 +579,10 @@ func (a *app) approveCommand() *cobra.Command {
 		Short: "Answer an approval prompt (approval.respond)",
 		Long: `Answers an open approval prompt of the running turn. once runs the command
 this time; session allows the same pattern for the rest of the session;
-always stores it in the daemon's allowlist; deny refuses it. The first
-answer wins: a second one reports that the prompt was already answered.`,
+always stores it in the daemon's allowlist; deny refuses it. A command the
+model asks to run outside the sandbox (UNSANDBOXED in pending) offers only
+once and deny: session or always count as once there. The first answer
+wins: a second one reports that the prompt was already answered.`,
 		Example: `  sessionctl pending "$S"                          # shows PROMPT ids
   sessionctl approve "$S" prm_0199c0de-... --choice once
   sessionctl approve "$S" prm_0199c0de-... --choice deny`,
