@@ -714,13 +714,18 @@ func (t *acpTurn) askApproval(ctx context.Context, p rpc.Prompt) {
 	var ap approvalPayload
 	json.Unmarshal(p.Payload, &ap)
 	title := ap.Command
+	question := fmt.Sprintf("Run `%s`? %s", ap.Command, ap.Reason)
+	if ap.SandboxPermissions == "escalated" {
+		title = "UNSANDBOXED: " + ap.Command
+		question = fmt.Sprintf("Run `%s` OUTSIDE the sandbox, this once? The agent says: %s", ap.Command, ap.Justification)
+	}
 	raw := map[string]any{"command": ap.Command, "cwd": ap.Cwd, "risk": ap.Risk, "reason": ap.Reason, "pattern": ap.Pattern}
 	resp, err := t.b.client().RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(t.sessionID),
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(ap.ToolCallID), Title: &title, Kind: acp.Ptr(acp.ToolKindExecute),
 			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: raw,
-			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(fmt.Sprintf("Run `%s`? %s", ap.Command, ap.Reason)))}},
-		Options: approvalOptions(),
+			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(question))}},
+		Options: approvalOptions(ap.Choices),
 		Meta:    map[string]any{"sessiond": map[string]any{"prompt_id": p.PromptID, "execution_generation": p.ExecutionGeneration}},
 	})
 	if ctx.Err() != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -32,11 +33,16 @@ var acpPermission = []struct {
 	{"reject_once", acp.PermissionOptionKindRejectOnce, "Reject", "deny"},
 }
 
-// approvalOptions are the options of an approval's permission request.
-func approvalOptions() []acp.PermissionOption {
+// approvalOptions are the options of an approval's permission request:
+// those whose choice the prompt offers (offered, the payload's choices; an
+// escalation offers only once and deny), all of them when offered is empty
+// (a daemon that does not list its choices).
+func approvalOptions(offered []string) []acp.PermissionOption {
 	out := make([]acp.PermissionOption, 0, len(acpPermission))
 	for _, p := range acpPermission {
-		out = append(out, acp.PermissionOption{OptionId: p.ID, Kind: p.Kind, Name: p.Name})
+		if len(offered) == 0 || slices.Contains(offered, p.Choice) {
+			out = append(out, acp.PermissionOption{OptionId: p.ID, Kind: p.Kind, Name: p.Name})
+		}
 	}
 	return out
 }

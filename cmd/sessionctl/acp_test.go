@@ -54,14 +54,21 @@ func TestACPStopFor(t *testing.T) {
 }
 
 func TestACPApprovalChoices(t *testing.T) {
-	opts := approvalOptions()
-	var got [][2]string
-	for _, o := range opts {
-		got = append(got, [2]string{string(o.OptionId), string(o.Kind)})
+	ids := func(opts []acp.PermissionOption) (got [][2]string) {
+		for _, o := range opts {
+			got = append(got, [2]string{string(o.OptionId), string(o.Kind)})
+		}
+		return got
 	}
 	want := [][2]string{{"allow_once", "allow_once"}, {"allow_always", "allow_always"}, {"reject_once", "reject_once"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("approval options = %v, want %v", got, want)
+	for _, offered := range [][]string{nil, {"once", "session", "always", "deny"}} {
+		if got := ids(approvalOptions(offered)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("approval options for %v = %v, want %v", offered, got, want)
+		}
+	}
+	// An escalation is approved for one run only: no "allow always" card.
+	if got, want := ids(approvalOptions([]string{"once", "deny"})), [][2]string{{"allow_once", "allow_once"}, {"reject_once", "reject_once"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("escalation options = %v, want %v", got, want)
 	}
 	cases := []struct {
 		outcome acp.RequestPermissionOutcome
