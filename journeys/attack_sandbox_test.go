@@ -7,9 +7,11 @@ package journeys
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/fixtures"
 )
@@ -61,5 +63,54 @@ func TestAttackSandboxCrossDaemonSelfApproval(t *testing.T) {
 	if e.Type != "prompt.opened" {
 		b, _ := os.ReadFile(target)
 		t.Fatalf("daemon B ran an escalated command without asking anyone (file %s now holds %q)", target, strings.TrimSpace(string(b)))
+	}
+}
+
+// TestAttackSandboxSurvivorReadsNewToken: a sandboxed command leaves a
+// process in a new session (setsid), which the turn's end does not kill,
+// nor the next boot (it left the recorded process group). In a session
+// whose cwd is the daemon's home, daemon.json is covered by a bind mount
+// on its dentry; the restarted daemon writes a new daemon.json by rename,
+// which detaches that cover in the survivor's namespace: the survivor
+// reads the new token and copies it to a writable root. Nothing a command
+// starts should outlive its turn, and no command should ever read the
+// token.
+func TestAttackSandboxSurvivorReadsNewToken(t *testing.T) {
+	out := t.TempDir()
+	m := fixtures.NewFakeModel(t)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m,
+		"approvals: {mode: manual, timeout: 60}\nsandbox: {mode: workspace-write, writable_roots: ["+out+"]}")})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": d.Home})
+	resume(t, c, s.SessionID)
+	leak := filepath.Join(out, "tok")
+	alive := filepath.Join(out, "alive")
+	cmd := fmt.Sprintf(`setsid sh -c 'while :; do cat %s/daemon.json > %s 2>/dev/null; date +%%s%%N > %s; sleep 0.2; done' </dev/null >/dev/null 2>&1 &`,
+		d.Home, leak, alive)
+	sbRun(t, d, c, m, s.SessionID, "leave a survivor", cmd, false)
+	t.Cleanup(func() { // the survivor is ours: stop it by what it writes
+		exec.Command("sh", "-c", "for p in $(pgrep -f '"+alive+"'); do kill $p; done").Run()
+	})
+	// After the turn: is anything of the command still running?
+	first, _ := os.ReadFile(alive)
+	fixtures.Eventually(t, wait, "the survivor writes again (or is gone)", func() bool {
+		now, err := os.ReadFile(alive)
+		return err != nil || string(now) != string(first)
+	})
+	if now, err := os.ReadFile(alive); err == nil && string(now) != string(first) {
+		t.Errorf("a process the sandboxed command started is still running after its turn completed")
+	}
+	old := d.Desc.Token
+	d.SIGTERM(t)
+	d.Restart(t)
+	if d.Desc.Token == old {
+		t.Fatal("the restart kept the token")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(leak); strings.Contains(string(b), d.Desc.Token) {
+			t.Fatalf("a sandboxed command's leftover read the restarted daemon's token from daemon.json: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a negative: how long to look, not synchronisation
 	}
 }
