@@ -114,3 +114,28 @@ func TestAttackSandboxSurvivorReadsNewToken(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling a negative: how long to look, not synchronisation
 	}
 }
+
+// TestAttackSandboxCwdSwappedForSymlink: the session's cwd lies in a
+// writable root (writable_roots: [~/src], cwd ~/src/app, say). A
+// sandboxed command renames the cwd away and puts a symlink to another
+// directory in its place; the next command's helper resolves the cwd
+// through it and makes the target writable. With "/" as the target, the
+// whole filesystem but the home is writable.
+func TestAttackSandboxCwdSwappedForSymlink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	cwd := filepath.Join(root, "app")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := fixtures.NewFakeModel(t)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m,
+		"approvals: {mode: manual, timeout: 60}\nsandbox: {mode: workspace-write, writable_roots: ["+root+"]}")})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": cwd})
+	resume(t, c, s.SessionID)
+	sbRun(t, d, c, m, s.SessionID, "swap", "cd .. && mv app app.old && ln -s "+outside+" app", false)
+	res, _ := sbRun(t, d, c, m, s.SessionID, "write", "echo pwned > escaped.txt", false)
+	if b, err := os.ReadFile(filepath.Join(outside, "escaped.txt")); err == nil {
+		t.Fatalf("a command wrote %q in %s, outside the cwd and every writable root; its result: %s", b, outside, res)
+	}
+}
