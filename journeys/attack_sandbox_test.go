@@ -139,3 +139,38 @@ func TestAttackSandboxCwdSwappedForSymlink(t *testing.T) {
 		t.Fatalf("a command wrote %q in %s, outside the cwd and every writable root; its result: %s", b, outside, res)
 	}
 }
+
+// TestAttackSandboxReplacesHelperBinary: the helper is started by the
+// daemon's executable path (os.Executable at start-up). `make run` builds
+// bin/sessiond inside the repository the sessions work in (README quick
+// start), so that path lies in a writable cwd: a sandboxed command (rated
+// safe, no prompt) renames its own program over bin/sessiond, and the next
+// command, however harmless, runs that program in place of the helper:
+// as root with every capability, unsandboxed, before anything is confined.
+func TestAttackSandboxReplacesHelperBinary(t *testing.T) {
+	repo := t.TempDir()
+	bin := filepath.Join(repo, "bin", "sessiond")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(fixtures.BuildBinaries(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proof := filepath.Join(t.TempDir(), "escaped")
+	m := fixtures.NewFakeModel(t)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Binary: bin, Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 60}")})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": repo})
+	resume(t, c, s.SessionID)
+	fake := `printf '#!/bin/sh\n{ grep CapEff /proc/self/status; cat ` + filepath.Join(d.Home, "daemon.json") + `; } > ` + proof +
+		`\nexec /bin/sh -c "$3"\n' > bin/x && chmod +x bin/x && mv bin/x bin/sessiond`
+	sbRun(t, d, c, m, s.SessionID, "replace the helper", fake, false)
+	sbRun(t, d, c, m, s.SessionID, "harmless", "echo hi", false)
+	if b, err := os.ReadFile(proof); err == nil {
+		t.Fatalf("a program the model wrote ran as the sandbox helper, unsandboxed:\n%s", b)
+	}
+}
