@@ -23,10 +23,14 @@ import (
 const HelperArg = "__sandbox-exec"
 
 // helperPath is the program a sandboxed command is started as: the
-// running binary itself, resolved at start-up. (Not "/proc/self/exe": a
-// non-dumpable process, as the daemon makes itself, may not exec it when
-// not root.)
-var helperPath, helperPathErr = os.Executable()
+// running image itself. In the forked child the kernel resolves
+// /proc/self/exe to the inode this process was started from, whatever has
+// since been renamed over or into its path (a command can write the
+// directory the binary lies in, e.g. bin/ of a repository it works in);
+// writing into that inode fails with ETXTBSY while it runs. Never a path
+// name: whoever can rename in its directory would choose the helper, which
+// runs with the daemon's privileges before anything is confined.
+const helperPath = "/proc/self/exe"
 
 // Exit statuses of the helper itself, before /bin/sh runs.
 const (
@@ -43,7 +47,7 @@ const (
 const MinLandlockABI = 6
 
 // Command returns the *exec.Cmd that runs "/bin/sh -c command" confined
-// by s: program this binary (os.Executable at start-up), arguments HelperArg, the JSON of s and
+// by s: program this running image (/proc/self/exe), arguments HelperArg, the JSON of s and
 // command, and a SysProcAttr with its own process group and, as root, a
 // private mount namespace (not root, the helper makes its own user and
 // mount namespaces). The caller sets Dir, Env, Stdin, Stdout,
@@ -59,9 +63,6 @@ func (s Spec) Command(ctx context.Context, command string) (*exec.Cmd, error) {
 	js, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	if helperPathErr != nil {
-		return nil, fmt.Errorf("sandbox: cannot find this program to start the helper: %w", helperPathErr)
 	}
 	cmd := exec.CommandContext(ctx, helperPath, HelperArg, string(js), command)
 	cmd.SysProcAttr = sysProcAttr()
