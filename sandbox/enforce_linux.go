@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,15 +23,28 @@ func enter(s Spec, command string) error {
 	// Landlock, capabilities and seccomp are per thread: all of it, and the
 	// exec, happen on this one.
 	runtime.LockOSThread()
-	s = resolved(s)
+	// The protected directories are the daemon's to name: hide whatever
+	// they lead to now. The writable ones were resolved to real paths when
+	// the session was created (or the config loaded): they are opened
+	// here without following any symlink, and a command that swapped one
+	// for a symlink since gets nothing run.
+	s.Protected = resolved(Spec{Protected: s.Protected}).Protected
+	s, dirs, err := openWritable(s)
+	if err != nil {
+		return err
+	}
 	if err := mountNamespace(s); err != nil {
 		return err
 	}
 	// Re-enter the cwd: the process still stands in the directory it was
-	// started in, beneath any mount placed over it here.
+	// started in, beneath any mount placed over it here. It must still be
+	// the directory opened above (the mounts did not move it).
 	if s.Cwd != "" {
 		if err := unix.Chdir(s.Cwd); err != nil {
 			return fmt.Errorf("chdir %s: %w", s.Cwd, err)
+		}
+		if err := sameDir(".", dirs[s.Cwd]); err != nil {
+			return fmt.Errorf("cwd %s: %w", s.Cwd, err)
 		}
 	}
 	abi, err := ll.LandlockGetABIVersion()
@@ -46,11 +60,9 @@ func enter(s Spec, command string) error {
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
 	}
 	for _, w := range s.writable() {
-		rule := landlock.RWDirs(w).WithRefer().WithResolveUnix()
-		if w != s.Cwd && w != s.TempDir {
-			rule = rule.IgnoreIfMissing() // a configured root that does not exist (yet) grants nothing
-		}
-		rules = append(rules, rule)
+		// By the descriptor opened above, not the path: what is granted is
+		// the directory that was checked, whatever is renamed since.
+		rules = append(rules, landlock.RWDirs(fmt.Sprintf("/proc/self/fd/%d", dirs[w].fd)).WithRefer().WithResolveUnix())
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
@@ -78,6 +90,95 @@ func enter(s Spec, command string) error {
 		return fmt.Errorf("close descriptors: %w", err)
 	}
 	return syscall.Exec("/bin/sh", []string{"/bin/sh", "-c", command}, os.Environ())
+}
+
+// openedDir is a writable directory opened by openWritable.
+type openedDir struct {
+	fd       int
+	dev, ino uint64
+}
+
+// ErrSymlinkSwapped is wrapped by the helper's error when the cwd, the
+// temp directory or a writable root now has a symlink in its path: they
+// were resolved to real paths when the session was created, so a symlink
+// there is a command's doing, and following it would make its target
+// writable.
+var ErrSymlinkSwapped = errors.New("a symlink now stands in its path (it was a real directory when the session was created); nothing was run")
+
+// openWritable opens (O_PATH, no symlink followed in any component:
+// openat2 RESOLVE_NO_SYMLINKS) the cwd, the temp directory and every
+// writable root of s. It returns s without the writable roots that do not
+// exist (they grant nothing) and the opened directories by path. The cwd
+// and the temp directory must exist. The descriptors stay open until the
+// exec (close-on-exec).
+func openWritable(s Spec) (Spec, map[string]openedDir, error) {
+	dirs := map[string]openedDir{}
+	open := func(what, p string, mayBeMissing bool) (bool, error) {
+		if _, ok := dirs[p]; ok {
+			return true, nil
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.ENOENT) && mayBeMissing:
+			return false, nil // a configured root that does not exist (yet) grants nothing
+		case errors.Is(err, unix.ELOOP):
+			return false, fmt.Errorf("%s %s: %w", what, p, ErrSymlinkSwapped)
+		case errors.Is(err, unix.ENOTDIR):
+			return false, fmt.Errorf("%s %s: not a directory (or a symlink now stands in its path); nothing was run", what, p)
+		default:
+			return false, fmt.Errorf("%s %s: %w", what, p, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return false, fmt.Errorf("%s %s: %w", what, p, err)
+		}
+		dirs[p] = openedDir{fd: fd, dev: st.Dev, ino: st.Ino}
+		return true, nil
+	}
+	if s.Cwd != "" {
+		s.Cwd = filepath.Clean(s.Cwd)
+		if _, err := open("cwd", s.Cwd, false); err != nil {
+			return s, nil, err
+		}
+	}
+	if s.TempDir != "" {
+		s.TempDir = filepath.Clean(s.TempDir)
+		if _, err := open("temp directory", s.TempDir, false); err != nil {
+			return s, nil, err
+		}
+	}
+	if s.Policy.Mode == ModeWorkspaceWrite {
+		roots := []string{}
+		for _, r := range s.Policy.WritableRoots {
+			r = filepath.Clean(r)
+			ok, err := open("writable root", r, true)
+			if err != nil {
+				return s, nil, err
+			}
+			if ok {
+				roots = append(roots, r)
+			}
+		}
+		s.Policy.WritableRoots = roots
+	}
+	return s, dirs, nil
+}
+
+// sameDir checks that path is the directory d was opened as.
+func sameDir(path string, d openedDir) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return err
+	}
+	if st.Dev != d.dev || st.Ino != d.ino {
+		return fmt.Errorf("it changed while the sandbox was set up (renamed or replaced); nothing was run")
+	}
+	return nil
 }
 
 // resolved returns s with its paths resolved through symlinks (those that

@@ -41,6 +41,7 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 	if err != nil {
 		return nil, "", fmt.Errorf("tools: command temp directory: %w", err)
 	}
+	tmp = sandbox.RealPath(tmp) // the helper follows no symlink in it
 	spec := *opt.Sandbox
 	spec.Cwd = opt.Cwd
 	if spec.Cwd == "" {
