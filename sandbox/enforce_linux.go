@@ -81,10 +81,8 @@ func enter(s Spec, command string) error {
 		return fmt.Errorf("landlock restrict: %w", err)
 	}
 	unix.Close(fd)
-	if !s.Policy.Network {
-		if err := loadSeccomp(); err != nil {
-			return err
-		}
+	if err := loadSeccomp(s.Policy.Network); err != nil {
+		return err
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close descriptors: %w", err)
@@ -381,30 +379,43 @@ func dropCapabilities() error {
 	return nil
 }
 
-// loadSeccomp refuses, with EPERM, socket(2) and socketpair(2) for every
-// family but AF_UNIX, and io_uring (which could open sockets past this
-// filter).
-func loadSeccomp() error {
-	filter := seccomp.Filter{
-		NoNewPrivs: true,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls: []seccomp.SyscallGroup{
-				{
-					Action: seccomp.ActionErrno,
-					NamesWithCondtions: []seccomp.NameWithConditions{
-						{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-						{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-					},
+// seccompPolicy refuses, with EPERM, socket(2) and socketpair(2) for
+// every family but AF_UNIX, and io_uring (which could open sockets past
+// this filter), for this architecture's system calls.
+func seccompPolicy() seccomp.Policy {
+	return seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{
+				Action: seccomp.ActionErrno,
+				NamesWithCondtions: []seccomp.NameWithConditions{
+					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+					{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
 				},
-				{
-					Action: seccomp.ActionErrno,
-					Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
-				},
+			},
+			{
+				Action: seccomp.ActionErrno,
+				Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
 			},
 		},
 	}
-	if err := seccomp.LoadFilter(filter); err != nil {
+}
+
+// loadSeccomp loads archFilter (every command: another architecture's or
+// an x32 system call kills the process) and, with the network off,
+// seccompPolicy after it. no_new_privs is set.
+func loadSeccomp(network bool) error {
+	arch, err := archFilter()
+	if err != nil {
+		return err
+	}
+	if err := loadRawFilter(arch); err != nil {
+		return fmt.Errorf("seccomp architecture filter: %w", err)
+	}
+	if network {
+		return nil
+	}
+	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccompPolicy()}); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
