@@ -36,6 +36,11 @@ func enter(s Spec, command string) error {
 	if err := mountNamespace(s); err != nil {
 		return err
 	}
+	// A /proc of the command's own PID namespace: ps shows its processes
+	// only, and /proc/self is this process.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
 	// Re-enter the cwd: the process still stands in the directory it was
 	// started in, beneath any mount placed over it here. It must still be
 	// the directory opened above (the mounts did not move it).
@@ -43,7 +48,9 @@ func enter(s Spec, command string) error {
 		if err := unix.Chdir(s.Cwd); err != nil {
 			return fmt.Errorf("chdir %s: %w", s.Cwd, err)
 		}
-		if err := sameDir(".", dirs[s.Cwd]); err != nil {
+		// (A cwd that is a protected directory itself is now the read-only
+		// view of it that mountNamespace made.)
+		if err := sameDir(".", dirs[s.Cwd]); err != nil && !slices.Contains(s.Protected, s.Cwd) {
 			return fmt.Errorf("cwd %s: %w", s.Cwd, err)
 		}
 	}
@@ -213,7 +220,6 @@ func mountNamespace(s Spec) error {
 		return fmt.Errorf("make mounts private (is this a private mount namespace?): %w", err)
 	}
 	writable := s.writable()
-	empty := "" // an empty read-only file to cover secrets with, made on first need
 	for _, p := range s.Protected {
 		p = filepath.Clean(p)
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
@@ -252,7 +258,12 @@ func mountNamespace(s Spec) error {
 		}
 		// A writable location lies in p (the session's cwd is p or beneath
 		// it): keep those writable, freeze the rest of p read-only, and
-		// cover its secrets.
+		// leave its secrets out. Not covers on the secrets' own names: the
+		// daemon replaces daemon.json by rename, which removes a mount on
+		// the old name from every namespace. Instead p becomes a read-only
+		// tmpfs holding p's entries as bind mounts (taken through a
+		// descriptor of the real p), and the secrets as empty files of
+		// its own, which no rename in the real p reaches.
 		for _, w := range inside {
 			if w == p {
 				continue
@@ -261,72 +272,65 @@ func mountNamespace(s Spec) error {
 				return err
 			}
 		}
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", p, err)
-		}
-		if err := remountReadOnly(p); err != nil {
+		if err := viewWithout(p, s.CoveredFiles, inside); err != nil {
 			return err
-		}
-		for _, name := range s.CoveredFiles {
-			f := filepath.Join(p, name)
-			fi, err := os.Lstat(f)
-			if err != nil {
-				continue // absent: it cannot be created in a read-only directory
-			}
-			if fi.IsDir() {
-				if err := unix.Mount("tmpfs", f, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
-					return fmt.Errorf("cover %s: %w", f, err)
-				}
-				continue
-			}
-			if !fi.Mode().IsRegular() {
-				// A symlink or special file: bind mounts follow symlinks, so
-				// cover it by its resolved target when that is in p.
-				if t, err := filepath.EvalSymlinks(f); err == nil && Within(t, p) {
-					f = t
-				} else {
-					continue
-				}
-			}
-			if empty == "" {
-				var err error
-				if empty, err = emptyFile(s.TempDir); err != nil {
-					return err
-				}
-			}
-			if err := unix.Mount(empty, f, "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("cover %s: %w", f, err)
-			}
-			if err := remountReadOnly(f); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// emptyFile mounts a small read-only tmpfs on a new directory in tempDir
-// and returns the path of the empty, read-only file in it. (/dev/null
-// would not do: a device stays writable on a read-only mount.)
-func emptyFile(tempDir string) (string, error) {
-	if tempDir == "" {
-		return "", fmt.Errorf("covering files needs a temp directory")
-	}
-	dir, err := os.MkdirTemp(tempDir, ".sessiond-cover-")
+// viewWithout replaces p, in this mount namespace, by a read-only tmpfs
+// that holds every entry of p bound (recursively, read-only but for the
+// writable locations among them, which keep their own mounts) from the
+// real directory, except the names in covered, which are empty read-only
+// files or directories of the tmpfs. Entries created in p later do not
+// show.
+func viewWithout(p string, covered, writable []string) error {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+		return fmt.Errorf("open %s: %w", p, err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700,size=4k"); err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+	defer unix.Close(fd)
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", p, err)
 	}
-	f := filepath.Join(dir, "empty")
-	if err := os.WriteFile(f, nil, 0o400); err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+	if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("hide %s: %w", p, err)
 	}
-	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+	real := fmt.Sprintf("/proc/self/fd/%d", fd)
+	for _, e := range ents {
+		name := e.Name()
+		dst := filepath.Join(p, name)
+		src := filepath.Join(real, name)
+		switch {
+		case slices.Contains(covered, name) && e.IsDir():
+			err = os.Mkdir(dst, 0o500)
+		case slices.Contains(covered, name):
+			err = os.WriteFile(dst, nil, 0o400)
+		case e.Type()&os.ModeSymlink != 0:
+			var t string
+			if t, err = os.Readlink(src); err == nil {
+				err = os.Symlink(t, dst)
+			}
+		default:
+			if e.IsDir() {
+				err = os.Mkdir(dst, 0o755)
+			} else {
+				err = os.WriteFile(dst, nil, 0o600)
+			}
+			if err == nil {
+				err = unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, "")
+			}
+			if err == nil && !slices.Contains(writable, dst) {
+				err = remountReadOnly(dst)
+			}
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) { // gone since the listing: leave it out
+			return fmt.Errorf("view of %s: %s: %w", p, name, err)
+		}
 	}
-	return f, nil
+	return remountReadOnly(p)
 }
 
 // bindSelf bind-mounts d (recursively) onto itself: d becomes a mount
