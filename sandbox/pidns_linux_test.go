@@ -1,12 +1,19 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/fixtures"
 )
 
 // A process the command leaves behind (setsid, double fork) does not
@@ -42,5 +49,37 @@ echo procs=$(ps -e -o pid= | wc -l)`, alive))
 		if string(now) != string(first) {
 			t.Fatal("a setsid process of the command is still running after the command returned")
 		}
+	}
+}
+
+// SIGTERM to the helper (init of the command's namespace) reaches the
+// shell, whose status the helper returns.
+func TestHelperForwardsSIGTERM(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd, err := s.Command(ctx, `trap 'echo got-term; exit 3' TERM; touch "$TMPDIR/ready"; while :; do sleep 0.05; done`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Dir = l.work
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + l.tmp}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fixtures.Eventually(t, 20*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(l.tmp, "ready"))
+		return err == nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(out.String(), "got-term") {
+		t.Fatalf("err %v, output %q; want exit 3 from the shell's trap", err, out.String())
 	}
 }
