@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -100,7 +99,7 @@ type SandboxConfig struct {
 func (c SandboxConfig) Policy() sandbox.Policy {
 	roots := []string{}
 	for _, r := range c.WritableRoots {
-		roots = append(roots, filepath.Clean(r))
+		roots = append(roots, sandbox.RealPath(r)) // real paths: see sandbox.ErrSymlinkSwapped
 	}
 	p := sandbox.Policy{Mode: sandbox.Mode(c.Mode), Network: c.Network, WritableRoots: roots}
 	if p.Mode == sandbox.ModeOff {

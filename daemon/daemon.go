@@ -155,6 +155,11 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := d.killLeftoverTools(ctx); err != nil {
 		return nil, fmt.Errorf("boot recovery: %w", err)
 	}
+	// Every sandboxed command of every daemon of this user hides this home
+	// from now on, also when it lies in another daemon's workspace.
+	if err := sandbox.RegisterHome(opt.Home); err != nil {
+		log.Warn("this home could not be registered: commands of other sessiond daemons may change it when it lies in their workspace", "error", err.Error())
+	}
 	// Probed in mode off too: sessions created earlier keep their own
 	// (frozen) sandbox and fail closed when it cannot be enforced.
 	if d.sandboxErr = sandbox.Probe(); d.sandboxErr != nil && cfg.Sandbox.Mode != string(sandbox.ModeOff) {

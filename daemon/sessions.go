@@ -86,7 +86,9 @@ func (d *Daemon) normalizeCreate(p *rpc.SessionCreateParams) error {
 	if !st.IsDir() {
 		return rpc.InvalidParams("cwd", "%q is not a directory", p.Cwd)
 	}
-	p.Cwd = filepath.Clean(p.Cwd)
+	// The real path, stored: the sandbox's helper refuses a command when a
+	// symlink has taken the cwd's place since (sandbox.ErrSymlinkSwapped).
+	p.Cwd = sandbox.RealPath(p.Cwd)
 	if p.Provider == "" {
 		p.Provider = d.cfg.Model.Provider
 	}

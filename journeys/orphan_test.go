@@ -51,7 +51,9 @@ func groupAlive(t *testing.T, pgid int) bool {
 func TestCrashKillsOrphanedCommand(t *testing.T) {
 	for _, tc := range []struct{ name, command string }{
 		{"leader runs", ": > started; sleep 300 & sleep 300; echo finished"},
-		// The sandbox forbids signalling the daemon (kill -0 too): poll /proc.
+		// Unsandboxed (mode off): a sandboxed command's group leader is the
+		// init of its PID namespace, and nothing of the command outlives
+		// it (TestAttackSandboxSurvivorReadsNewToken).
 		{"leader exited", ": > started; sleep 300 & while [ -d /proc/$PPID ]; do sleep 0.05; done"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { crashKillsOrphan(t, tc.command, tc.name == "leader exited") })
@@ -64,7 +66,11 @@ func crashKillsOrphan(t *testing.T, command string, leaderExits bool) {
 		fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{trTerm("long1", command)}},
 		fixtures.Reply{Text: "never reached"})
 	m.On("what happened?", fixtures.Reply{Text: "it was interrupted"})
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: \"off\"}")})
+	cfg := "approvals: {mode: \"off\"}"
+	if leaderExits {
+		cfg += "\nsandbox: {mode: \"off\"}"
+	}
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, cfg)})
 	c := d.Dial(t)
 	cwd := t.TempDir()
 	s := createSession(t, c, map[string]any{"cwd": cwd})

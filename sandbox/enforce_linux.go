@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,15 +23,35 @@ func enter(s Spec, command string) error {
 	// Landlock, capabilities and seccomp are per thread: all of it, and the
 	// exec, happen on this one.
 	runtime.LockOSThread()
-	s = resolved(s)
+	// The protected directories are the daemon's to name: hide whatever
+	// they lead to now. The writable ones were resolved to real paths when
+	// the session was created (or the config loaded): they are opened
+	// here without following any symlink, and a command that swapped one
+	// for a symlink since gets nothing run.
+	s.Protected = resolved(Spec{Protected: s.Protected}).Protected
+	s, dirs, err := openWritable(s)
+	if err != nil {
+		return err
+	}
 	if err := mountNamespace(s); err != nil {
 		return err
 	}
+	// A /proc of the command's own PID namespace: ps shows its processes
+	// only, and /proc/self is this process.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
 	// Re-enter the cwd: the process still stands in the directory it was
-	// started in, beneath any mount placed over it here.
+	// started in, beneath any mount placed over it here. It must still be
+	// the directory opened above (the mounts did not move it).
 	if s.Cwd != "" {
 		if err := unix.Chdir(s.Cwd); err != nil {
 			return fmt.Errorf("chdir %s: %w", s.Cwd, err)
+		}
+		// (A cwd that is a protected directory itself is now the read-only
+		// view of it that mountNamespace made.)
+		if err := sameDir(".", dirs[s.Cwd]); err != nil && !slices.Contains(s.Protected, s.Cwd) {
+			return fmt.Errorf("cwd %s: %w", s.Cwd, err)
 		}
 	}
 	abi, err := ll.LandlockGetABIVersion()
@@ -46,11 +67,9 @@ func enter(s Spec, command string) error {
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
 	}
 	for _, w := range s.writable() {
-		rule := landlock.RWDirs(w).WithRefer().WithResolveUnix()
-		if w != s.Cwd && w != s.TempDir {
-			rule = rule.IgnoreIfMissing() // a configured root that does not exist (yet) grants nothing
-		}
-		rules = append(rules, rule)
+		// By the descriptor opened above, not the path: what is granted is
+		// the directory that was checked, whatever is renamed since.
+		rules = append(rules, landlock.RWDirs(fmt.Sprintf("/proc/self/fd/%d", dirs[w].fd)).WithRefer().WithResolveUnix())
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
@@ -69,15 +88,102 @@ func enter(s Spec, command string) error {
 		return fmt.Errorf("landlock restrict: %w", err)
 	}
 	unix.Close(fd)
-	if !s.Policy.Network {
-		if err := loadSeccomp(); err != nil {
-			return err
-		}
+	if err := loadSeccomp(s.Policy.Network); err != nil {
+		return err
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close descriptors: %w", err)
 	}
 	return syscall.Exec("/bin/sh", []string{"/bin/sh", "-c", command}, os.Environ())
+}
+
+// openedDir is a writable directory opened by openWritable.
+type openedDir struct {
+	fd       int
+	dev, ino uint64
+}
+
+// ErrSymlinkSwapped is wrapped by the helper's error when the cwd, the
+// temp directory or a writable root now has a symlink in its path: they
+// were resolved to real paths when the session was created, so a symlink
+// there is a command's doing, and following it would make its target
+// writable.
+var ErrSymlinkSwapped = errors.New("a symlink now stands in its path (it was a real directory when the session was created); nothing was run")
+
+// openWritable opens (O_PATH, no symlink followed in any component:
+// openat2 RESOLVE_NO_SYMLINKS) the cwd, the temp directory and every
+// writable root of s. It returns s without the writable roots that do not
+// exist (they grant nothing) and the opened directories by path. The cwd
+// and the temp directory must exist. The descriptors stay open until the
+// exec (close-on-exec).
+func openWritable(s Spec) (Spec, map[string]openedDir, error) {
+	dirs := map[string]openedDir{}
+	open := func(what, p string, mayBeMissing bool) (bool, error) {
+		if _, ok := dirs[p]; ok {
+			return true, nil
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.ENOENT) && mayBeMissing:
+			return false, nil // a configured root that does not exist (yet) grants nothing
+		case errors.Is(err, unix.ELOOP):
+			return false, fmt.Errorf("%s %s: %w", what, p, ErrSymlinkSwapped)
+		case errors.Is(err, unix.ENOTDIR):
+			return false, fmt.Errorf("%s %s: not a directory (or a symlink now stands in its path); nothing was run", what, p)
+		default:
+			return false, fmt.Errorf("%s %s: %w", what, p, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return false, fmt.Errorf("%s %s: %w", what, p, err)
+		}
+		dirs[p] = openedDir{fd: fd, dev: st.Dev, ino: st.Ino}
+		return true, nil
+	}
+	if s.Cwd != "" {
+		s.Cwd = filepath.Clean(s.Cwd)
+		if _, err := open("cwd", s.Cwd, false); err != nil {
+			return s, nil, err
+		}
+	}
+	if s.TempDir != "" {
+		s.TempDir = filepath.Clean(s.TempDir)
+		if _, err := open("temp directory", s.TempDir, false); err != nil {
+			return s, nil, err
+		}
+	}
+	if s.Policy.Mode == ModeWorkspaceWrite {
+		roots := []string{}
+		for _, r := range s.Policy.WritableRoots {
+			r = filepath.Clean(r)
+			ok, err := open("writable root", r, true)
+			if err != nil {
+				return s, nil, err
+			}
+			if ok {
+				roots = append(roots, r)
+			}
+		}
+		s.Policy.WritableRoots = roots
+	}
+	return s, dirs, nil
+}
+
+// sameDir checks that path is the directory d was opened as.
+func sameDir(path string, d openedDir) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return err
+	}
+	if st.Dev != d.dev || st.Ino != d.ino {
+		return fmt.Errorf("it changed while the sandbox was set up (renamed or replaced); nothing was run")
+	}
+	return nil
 }
 
 // resolved returns s with its paths resolved through symlinks (those that
@@ -114,7 +220,6 @@ func mountNamespace(s Spec) error {
 		return fmt.Errorf("make mounts private (is this a private mount namespace?): %w", err)
 	}
 	writable := s.writable()
-	empty := "" // an empty read-only file to cover secrets with, made on first need
 	for _, p := range s.Protected {
 		p = filepath.Clean(p)
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
@@ -153,7 +258,12 @@ func mountNamespace(s Spec) error {
 		}
 		// A writable location lies in p (the session's cwd is p or beneath
 		// it): keep those writable, freeze the rest of p read-only, and
-		// cover its secrets.
+		// leave its secrets out. Not covers on the secrets' own names: the
+		// daemon replaces daemon.json by rename, which removes a mount on
+		// the old name from every namespace. Instead p becomes a read-only
+		// tmpfs holding p's entries as bind mounts (taken through a
+		// descriptor of the real p), and the secrets as empty files of
+		// its own, which no rename in the real p reaches.
 		for _, w := range inside {
 			if w == p {
 				continue
@@ -162,72 +272,65 @@ func mountNamespace(s Spec) error {
 				return err
 			}
 		}
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", p, err)
-		}
-		if err := remountReadOnly(p); err != nil {
+		if err := viewWithout(p, s.CoveredFiles, inside); err != nil {
 			return err
-		}
-		for _, name := range s.CoveredFiles {
-			f := filepath.Join(p, name)
-			fi, err := os.Lstat(f)
-			if err != nil {
-				continue // absent: it cannot be created in a read-only directory
-			}
-			if fi.IsDir() {
-				if err := unix.Mount("tmpfs", f, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
-					return fmt.Errorf("cover %s: %w", f, err)
-				}
-				continue
-			}
-			if !fi.Mode().IsRegular() {
-				// A symlink or special file: bind mounts follow symlinks, so
-				// cover it by its resolved target when that is in p.
-				if t, err := filepath.EvalSymlinks(f); err == nil && Within(t, p) {
-					f = t
-				} else {
-					continue
-				}
-			}
-			if empty == "" {
-				var err error
-				if empty, err = emptyFile(s.TempDir); err != nil {
-					return err
-				}
-			}
-			if err := unix.Mount(empty, f, "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("cover %s: %w", f, err)
-			}
-			if err := remountReadOnly(f); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// emptyFile mounts a small read-only tmpfs on a new directory in tempDir
-// and returns the path of the empty, read-only file in it. (/dev/null
-// would not do: a device stays writable on a read-only mount.)
-func emptyFile(tempDir string) (string, error) {
-	if tempDir == "" {
-		return "", fmt.Errorf("covering files needs a temp directory")
-	}
-	dir, err := os.MkdirTemp(tempDir, ".sessiond-cover-")
+// viewWithout replaces p, in this mount namespace, by a read-only tmpfs
+// that holds every entry of p bound (recursively, read-only but for the
+// writable locations among them, which keep their own mounts) from the
+// real directory, except the names in covered, which are empty read-only
+// files or directories of the tmpfs. Entries created in p later do not
+// show.
+func viewWithout(p string, covered, writable []string) error {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+		return fmt.Errorf("open %s: %w", p, err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700,size=4k"); err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+	defer unix.Close(fd)
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", p, err)
 	}
-	f := filepath.Join(dir, "empty")
-	if err := os.WriteFile(f, nil, 0o400); err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+	if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("hide %s: %w", p, err)
 	}
-	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return "", fmt.Errorf("cover: %w", err)
+	real := fmt.Sprintf("/proc/self/fd/%d", fd)
+	for _, e := range ents {
+		name := e.Name()
+		dst := filepath.Join(p, name)
+		src := filepath.Join(real, name)
+		switch {
+		case slices.Contains(covered, name) && e.IsDir():
+			err = os.Mkdir(dst, 0o500)
+		case slices.Contains(covered, name):
+			err = os.WriteFile(dst, nil, 0o400)
+		case e.Type()&os.ModeSymlink != 0:
+			var t string
+			if t, err = os.Readlink(src); err == nil {
+				err = os.Symlink(t, dst)
+			}
+		default:
+			if e.IsDir() {
+				err = os.Mkdir(dst, 0o755)
+			} else {
+				err = os.WriteFile(dst, nil, 0o600)
+			}
+			if err == nil {
+				err = unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, "")
+			}
+			if err == nil && !slices.Contains(writable, dst) {
+				err = remountReadOnly(dst)
+			}
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) { // gone since the listing: leave it out
+			return fmt.Errorf("view of %s: %s: %w", p, name, err)
+		}
 	}
-	return f, nil
+	return remountReadOnly(p)
 }
 
 // bindSelf bind-mounts d (recursively) onto itself: d becomes a mount
@@ -280,30 +383,43 @@ func dropCapabilities() error {
 	return nil
 }
 
-// loadSeccomp refuses, with EPERM, socket(2) and socketpair(2) for every
-// family but AF_UNIX, and io_uring (which could open sockets past this
-// filter).
-func loadSeccomp() error {
-	filter := seccomp.Filter{
-		NoNewPrivs: true,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls: []seccomp.SyscallGroup{
-				{
-					Action: seccomp.ActionErrno,
-					NamesWithCondtions: []seccomp.NameWithConditions{
-						{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-						{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-					},
+// seccompPolicy refuses, with EPERM, socket(2) and socketpair(2) for
+// every family but AF_UNIX, and io_uring (which could open sockets past
+// this filter), for this architecture's system calls.
+func seccompPolicy() seccomp.Policy {
+	return seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{
+				Action: seccomp.ActionErrno,
+				NamesWithCondtions: []seccomp.NameWithConditions{
+					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+					{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
 				},
-				{
-					Action: seccomp.ActionErrno,
-					Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
-				},
+			},
+			{
+				Action: seccomp.ActionErrno,
+				Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
 			},
 		},
 	}
-	if err := seccomp.LoadFilter(filter); err != nil {
+}
+
+// loadSeccomp loads archFilter (every command: another architecture's or
+// an x32 system call kills the process) and, with the network off,
+// seccompPolicy after it. no_new_privs is set.
+func loadSeccomp(network bool) error {
+	arch, err := archFilter()
+	if err != nil {
+		return err
+	}
+	if err := loadRawFilter(arch); err != nil {
+		return fmt.Errorf("seccomp architecture filter: %w", err)
+	}
+	if network {
+		return nil
+	}
+	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccompPolicy()}); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil

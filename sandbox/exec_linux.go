@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -23,10 +24,14 @@ import (
 const HelperArg = "__sandbox-exec"
 
 // helperPath is the program a sandboxed command is started as: the
-// running binary itself, resolved at start-up. (Not "/proc/self/exe": a
-// non-dumpable process, as the daemon makes itself, may not exec it when
-// not root.)
-var helperPath, helperPathErr = os.Executable()
+// running image itself. In the forked child the kernel resolves
+// /proc/self/exe to the inode this process was started from, whatever has
+// since been renamed over or into its path (a command can write the
+// directory the binary lies in, e.g. bin/ of a repository it works in);
+// writing into that inode fails with ETXTBSY while it runs. Never a path
+// name: whoever can rename in its directory would choose the helper, which
+// runs with the daemon's privileges before anything is confined.
+const helperPath = "/proc/self/exe"
 
 // Exit statuses of the helper itself, before /bin/sh runs.
 const (
@@ -43,7 +48,7 @@ const (
 const MinLandlockABI = 6
 
 // Command returns the *exec.Cmd that runs "/bin/sh -c command" confined
-// by s: program this binary (os.Executable at start-up), arguments HelperArg, the JSON of s and
+// by s: program this running image (/proc/self/exe), arguments HelperArg, the JSON of s and
 // command, and a SysProcAttr with its own process group and, as root, a
 // private mount namespace (not root, the helper makes its own user and
 // mount namespaces). The caller sets Dir, Env, Stdin, Stdout,
@@ -60,21 +65,19 @@ func (s Spec) Command(ctx context.Context, command string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if helperPathErr != nil {
-		return nil, fmt.Errorf("sandbox: cannot find this program to start the helper: %w", helperPathErr)
-	}
 	cmd := exec.CommandContext(ctx, helperPath, HelperArg, string(js), command)
 	cmd.SysProcAttr = sysProcAttr()
 	return cmd, nil
 }
 
 // sysProcAttr is the daemon's side: the helper gets its own process group
-// and, as root, a private mount namespace. Not root, the helper starts in
+// and, as root, a private mount namespace and a PID namespace of its own,
+// in which it is init (see initMain). Not root, the helper starts in
 // the daemon's namespaces and makes its own (see userNamespaced).
 func sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 {
-		a.Cloneflags = syscall.CLONE_NEWNS
+		a.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
 	}
 	return a
 }
@@ -83,8 +86,8 @@ func sysProcAttr() *syscall.SysProcAttr {
 // first in a user and a mount namespace of its own.
 const stage2Arg = "__sandbox-exec-userns"
 
-// userNamespaced runs the rest of the helper (mounts, Landlock, seccomp,
-// exec) in a child in new user and mount namespaces that map the caller's
+// userNamespaced runs the rest of the helper (initMain, then mounts,
+// Landlock, seccomp, exec) in a child in new user, mount and PID namespaces that map the caller's
 // uid and gid to themselves, with the capabilities to set up its mounts
 // kept across its exec as ambient capabilities (it drops them all before
 // /bin/sh). The child stays in this process group; its exit status is
@@ -98,7 +101,7 @@ func userNamespaced(s Spec, command string) int {
 	cmd := exec.Command(helperPath, stage2Arg, string(js), command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
@@ -160,9 +163,116 @@ func Probe() error {
 	return nil
 }
 
+// runArg marks the process that confines itself and execs /bin/sh: PID 2
+// of the command's PID namespace, started by initMain.
+const runArg = "__sandbox-exec-run"
+
 func init() {
-	if len(os.Args) >= 2 && (os.Args[1] == HelperArg || os.Args[1] == stage2Arg) {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case HelperArg, stage2Arg:
 		os.Exit(helperMain(os.Args[2:], os.Args[1] == stage2Arg))
+	case runArg:
+		os.Exit(runMain(os.Args[2:]))
+	}
+}
+
+// runMain confines this process and execs the command; it returns only on
+// failure.
+func runMain(args []string) int {
+	var s Spec
+	if len(args) != 2 || json.Unmarshal([]byte(args[0]), &s) != nil {
+		fmt.Fprintln(os.Stderr, "sessiond sandbox: usage: "+runArg+" SPEC COMMAND")
+		return ExitSetupFailed
+	}
+	if err := enter(s, args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", err)
+	}
+	return ExitSetupFailed // not reached on success: enter execs
+}
+
+// exitGrace is how long, after /bin/sh exits, the helper lets what it
+// left in the PID namespace finish by itself (a tee behind a pipeline, a
+// last writer) before it exits and the kernel kills the rest. It ends
+// early when nothing else lives.
+const exitGrace = time.Second
+
+// reaped is one child that wait4 collected.
+type reaped struct {
+	pid int
+	ws  unix.WaitStatus
+}
+
+// initMain is PID 1 of the command's PID namespace. It starts the confined
+// command (runArg: mounts, /proc, Landlock, seccomp, exec /bin/sh) as its
+// child, reaps every process orphaned into the namespace, forwards
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT to the shell, and when the shell has
+// exited waits at most exitGrace for the rest to end, then returns the
+// shell's status (128+N for a signal N). Its exit makes the kernel kill
+// whatever is left in the namespace (setsid and double-forked processes
+// too), as does the daemon's SIGKILL of the helper's process group.
+func initMain(s Spec, command string) int {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	s.Gate = false
+	js, _ := json.Marshal(s)
+	cmd := exec.Command(helperPath, runArg, string(js), command)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: start the command: %v\n", err)
+		return ExitSetupFailed
+	}
+	sh := cmd.Process.Pid
+	children := make(chan reaped, 16)
+	go func() { // the only waiter: every child of init, the shell included
+		defer close(children)
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, 0, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return // ECHILD: nothing else lives in the namespace
+			}
+			children <- reaped{pid, ws}
+		}
+	}()
+	status := -1
+	var grace <-chan time.Time
+	for {
+		select {
+		case sig := <-sigs:
+			if status >= 0 {
+				return status // told to stop during the grace: stop now
+			}
+			_ = syscall.Kill(sh, sig.(syscall.Signal))
+		case c, ok := <-children:
+			if !ok {
+				if status < 0 {
+					return ExitSetupFailed
+				}
+				return status
+			}
+			if c.pid != sh {
+				continue
+			}
+			switch {
+			case c.ws.Exited():
+				status = c.ws.ExitStatus()
+			case c.ws.Signaled():
+				status = 128 + int(c.ws.Signal())
+			default:
+				continue
+			}
+			t := time.NewTimer(exitGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			return status
+		}
 	}
 }
 
@@ -187,9 +297,5 @@ func helperMain(args []string, stage2 bool) int {
 	if !stage2 && os.Geteuid() != 0 {
 		return userNamespaced(s, args[1])
 	}
-	if err := enter(s, args[1]); err != nil {
-		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", err)
-		return ExitSetupFailed
-	}
-	return ExitSetupFailed // not reached: enter execs
+	return initMain(s, args[1])
 }

@@ -43,7 +43,8 @@ type Policy struct {
 	// Unix sockets).
 	Network bool `json:"network" yaml:"network"`
 	// WritableRoots are absolute directories writable in workspace-write
-	// mode besides the session's cwd.
+	// mode besides the session's cwd: real paths (RealPath) once the
+	// config is loaded or the session created.
 	WritableRoots []string `json:"writable_roots" yaml:"writable_roots"`
 }
 
@@ -74,7 +75,9 @@ var ErrWiden = errors.New("a session may narrow the configured sandbox, never wi
 
 // Narrow returns req checked against p (the configured policy): req may
 // choose a more confined mode, turn the network off, and keep a subset of
-// p's writable roots (or roots inside them); anything wider is an error
+// p's writable roots (or roots inside them), compared and returned as real
+// paths (RealPath: a symlink in a root is resolved, so it cannot lead
+// outside the configured roots); anything wider is an error
 // wrapping ErrWiden that names the field. Empty fields of req inherit
 // p's: an empty Mode keeps p.Mode, a nil WritableRoots keeps p's roots,
 // and a nil network keeps p.Network.
@@ -103,8 +106,8 @@ func (p Policy) Narrow(mode Mode, network *bool, roots []string) (Policy, error)
 			if !filepath.IsAbs(r) {
 				return p, fmt.Errorf("sandbox.writable_roots[%d]: must be an absolute path, got %q", i, r)
 			}
-			r = filepath.Clean(r)
-			if p.Mode == ModeOff || slices.ContainsFunc(p.WritableRoots, func(base string) bool { return Within(r, base) }) {
+			r = RealPath(r)
+			if p.Mode == ModeOff || slices.ContainsFunc(p.WritableRoots, func(base string) bool { return Within(r, RealPath(base)) }) {
 				out.WritableRoots = append(out.WritableRoots, r)
 				continue
 			}
@@ -133,6 +136,17 @@ func (p Policy) String() string {
 		s += ", writable roots: " + strings.Join(p.WritableRoots, ", ")
 	}
 	return s
+}
+
+// RealPath returns p (absolute) cleaned and, when it exists, with every
+// symlink resolved (filepath.EvalSymlinks). The sandbox stores real paths
+// for the cwd and the writable roots, and its helper refuses a command
+// when a symlink stands in one of them later (see ErrSymlinkSwapped).
+func RealPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // Within reports whether path is dir or lies beneath it (both cleaned,

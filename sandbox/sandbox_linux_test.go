@@ -311,3 +311,30 @@ func TestGateEOFRunsNothing(t *testing.T) {
 		t.Fatal("the command ran although the gate closed")
 	}
 }
+
+// The helper is this running image, not a path: the command's program is
+// /proc/self/exe, and the running binary cannot be rewritten in place
+// (ETXTBSY), so neither a rename over its path nor a write into it changes
+// what the next command starts as the helper.
+func TestHelperIsTheRunningImage(t *testing.T) {
+	l := newLayout(t)
+	cmd, err := l.spec(ModeWorkspaceWrite, l.work).Command(context.Background(), "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Path != "/proc/self/exe" {
+		t.Fatalf("helper started as %q, want /proc/self/exe", cmd.Path)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(exe, os.O_WRONLY, 0)
+	if err == nil {
+		f.Close()
+		t.Fatal("the running executable opened for writing")
+	}
+	if !errors.Is(err, syscall.ETXTBSY) {
+		t.Fatalf("open for writing: %v, want ETXTBSY", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sessiond/sessiond/sandbox"
@@ -41,6 +42,7 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 	if err != nil {
 		return nil, "", fmt.Errorf("tools: command temp directory: %w", err)
 	}
+	tmp = sandbox.RealPath(tmp) // the helper follows no symlink in it
 	spec := *opt.Sandbox
 	spec.Cwd = opt.Cwd
 	if spec.Cwd == "" {
@@ -48,6 +50,16 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 	}
 	spec.TempDir = tmp
 	spec.Gate = gate
+	// Every registered daemon home (another daemon's, in this cwd, say) is
+	// protected like this daemon's own.
+	// Without a registry (the daemon warned at start) there are none.
+	others, _ := sandbox.RegisteredHomes()
+	spec.Protected = slices.Clone(spec.Protected)
+	for _, h := range others {
+		if !slices.Contains(spec.Protected, h) {
+			spec.Protected = append(spec.Protected, h)
+		}
+	}
 	cmd, err := spec.Command(ctx, command)
 	if err != nil {
 		os.RemoveAll(tmp)

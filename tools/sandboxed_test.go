@@ -110,3 +110,29 @@ func BenchmarkRunTerminal(b *testing.B) {
 		})
 	}
 }
+
+// Another daemon's home, registered and lying in the cwd, is out of reach
+// like this daemon's own: its state.db cannot be changed or read.
+func TestRunTerminalProtectsRegisteredHomes(t *testing.T) {
+	root := t.TempDir()
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	other := filepath.Join(work, "repo", ".home")
+	os.Mkdir(home, 0o700)
+	os.MkdirAll(other, 0o700)
+	os.WriteFile(filepath.Join(other, "state.db"), []byte("DB"), 0o600)
+	if err := sandbox.RegisterHome(other); err != nil {
+		t.Fatal(err)
+	}
+	spec := SandboxSpec(sandbox.DefaultPolicy(), home)
+	res, err := RunTerminal(context.Background(), "cat repo/.home/state.db; echo x >> repo/.home/state.db; echo ok > repo/fine",
+		TerminalOptions{Cwd: work, Sandbox: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "state.db")); string(b) != "DB" || strings.Contains(res.Output, "DB") {
+		t.Fatalf("another daemon's state.db was reached: now %q; output %q", b, res.Output)
+	}
+	if _, err := os.Stat(filepath.Join(work, "repo", "fine")); err != nil {
+		t.Fatalf("the rest of the cwd is not writable: %v (%s)", err, res.Output)
+	}
+}

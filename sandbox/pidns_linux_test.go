@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/fixtures"
+)
+
+// A process the command leaves behind (setsid, double fork) does not
+// outlive the command: the helper is init of the command's PID namespace
+// and its exit kills the rest. A tee-like helper that finishes within the
+// grace still writes its output. ps sees only the command's processes.
+func TestLeftoversDieWithTheCommand(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	alive := filepath.Join(l.work, "alive")
+	out, code := run(t, s, fmt.Sprintf(`setsid sh -c 'while :; do date +%%s%%N > %s; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+(sleep 0.2; echo late) &
+echo procs=$(ps -e -o pid= | wc -l)`, alive))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if !strings.Contains(out, "late") {
+		t.Errorf("a background writer that ends within the grace lost its output: %q", out)
+	}
+	var procs int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "procs="):], "procs=%d", &procs); err != nil || procs > 10 {
+		t.Errorf("ps sees %d processes (%v), not only the command's own: %q", procs, err, out)
+	}
+	first, err := os.ReadFile(alive)
+	if err != nil {
+		t.Fatalf("the setsid loop never ran: %v", err)
+	}
+	// Polling a negative: the loop writes every 50 ms while it lives.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		now, _ := os.ReadFile(alive)
+		if string(now) != string(first) {
+			t.Fatal("a setsid process of the command is still running after the command returned")
+		}
+	}
+}
+
+// SIGTERM to the helper (init of the command's namespace) reaches the
+// shell, whose status the helper returns.
+func TestHelperForwardsSIGTERM(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd, err := s.Command(ctx, `trap 'echo got-term; exit 3' TERM; touch "$TMPDIR/ready"; while :; do sleep 0.05; done`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Dir = l.work
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + l.tmp}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fixtures.Eventually(t, 20*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(l.tmp, "ready"))
+		return err == nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(out.String(), "got-term") {
+		t.Fatalf("err %v, output %q; want exit 3 from the shell's trap", err, out.String())
+	}
+}
