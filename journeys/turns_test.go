@@ -426,6 +426,42 @@ func procGroupAlive(pgid int) []string {
 }
 
 // pidAlive reports whether pid exists and is not a zombie.
+// hostProcIn finds a process whose cwd is dir and whose /proc cmdline is
+// cmdline, as the host sees it: its pid, its parent's pid and its process
+// group (zeros when there is none).
+func hostProcIn(dir, cmdline string) (pid, ppid, pgid int) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return 0, 0, 0
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || string(cl) != cmdline {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err != nil || cwd != real {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ = strconv.Atoi(f[1])
+		pgid, _ = strconv.Atoi(f[2])
+		return n, ppid, pgid
+	}
+	return 0, 0, 0
+}
+
 func pidAlive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil {
 		return false
@@ -445,7 +481,11 @@ func pidAlive(pid int) bool {
 func TestInterruptWhileToolRuns(t *testing.T) {
 	m := fixtures.NewFakeModel(t)
 	dir := t.TempDir()
-	cmd := `echo $$ > pgid; sleep 300 & echo $! > child; wait; echo finished > finished`
+	// The command runs in a PID namespace of its own (the sandbox): $$ and $!
+	// are pids of that namespace, so the test finds the processes by their
+	// host pids instead: the sleep by its arguments and cwd, its parent (the
+	// shell) and its process group as /proc shows them here.
+	cmd := `sleep 300 & echo started > started; wait; echo finished > finished`
 	m.On("run forever", fixtures.Reply{Text: "starting", ToolCalls: []fixtures.FakeToolCall{trTerm("call_long", cmd)}}, fixtures.Reply{Text: "never"})
 	m.On("after the interrupt", fixtures.Reply{Text: "fine"})
 	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "")})
@@ -453,18 +493,15 @@ func TestInterruptWhileToolRuns(t *testing.T) {
 	s := createSession(t, c, map[string]any{"cwd": dir})
 	resume(t, c, s.SessionID)
 	r := submit(t, c, s.SessionID, "long", "run forever")
-	var pgid, child int
+	var pgid, child, shell int
 	fixtures.Eventually(t, wait, "the command to start its child", func() bool {
-		b1, err1 := os.ReadFile(filepath.Join(dir, "pgid"))
-		b2, err2 := os.ReadFile(filepath.Join(dir, "child"))
-		if err1 != nil || err2 != nil {
+		if !trExists(filepath.Join(dir, "started")) {
 			return false
 		}
-		pgid, err1 = strconv.Atoi(strings.TrimSpace(string(b1)))
-		child, err2 = strconv.Atoi(strings.TrimSpace(string(b2)))
-		return err1 == nil && err2 == nil
+		child, shell, pgid = hostProcIn(dir, "sleep\x00300\x00")
+		return child > 0
 	})
-	if !pidAlive(child) || len(procGroupAlive(pgid)) < 2 {
+	if !pidAlive(child) || !pidAlive(shell) || len(procGroupAlive(pgid)) < 2 {
 		t.Fatalf("before the interrupt: child alive %v, group %v", pidAlive(child), procGroupAlive(pgid))
 	}
 	var res struct {
@@ -479,11 +516,11 @@ func TestInterruptWhileToolRuns(t *testing.T) {
 	// The interrupt answers after the settle, which follows the reaping of
 	// the shell (the group leader): it is gone already.
 	if pidAlive(pgid) {
-		t.Fatalf("the shell %d is still alive after session.interrupt answered", pgid)
+		t.Fatalf("the command's leader %d is still alive after session.interrupt answered", pgid)
 	}
 	// SIGKILL to the rest of the group is delivered asynchronously.
 	fixtures.Eventually(t, wait, fmt.Sprintf("process group %d to be gone", pgid), func() bool {
-		return len(procGroupAlive(pgid)) == 0 && !pidAlive(child) && !pidAlive(pgid)
+		return len(procGroupAlive(pgid)) == 0 && !pidAlive(child) && !pidAlive(shell) && !pidAlive(pgid)
 	})
 	if out, e := trTurnEnd(t, c, r.AdmissionID); out != "interrupted" {
 		t.Fatalf("outcome %s (%s)", out, e)
