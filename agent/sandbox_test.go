@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/tools"
 )
@@ -43,11 +44,10 @@ func TestEscalationAlwaysAsks(t *testing.T) {
 	if len(asks) != 1 {
 		t.Fatalf("%d prompts, want 1", len(asks))
 	}
-	pl := asks[0].Payload.(map[string]any)
-	sb := pl["sandbox"].(map[string]any)
-	if pl["pattern"] != "unsandboxed:echo x > "+outside || pl["justification"] != "needs to write the report" ||
-		sb["unsandboxed"] != true || !strings.Contains(pl["reason"].(string), "OUTSIDE the sandbox") {
-		t.Fatalf("payload = %v", pl)
+	pl := asks[0].Payload.(protocol.ApprovalPayload)
+	if pl.Pattern != "unsandboxed:echo x > "+outside || pl.Justification != "needs to write the report" ||
+		!pl.Sandbox.Unsandboxed || !strings.Contains(pl.Reason, "OUTSIDE the sandbox") {
+		t.Fatalf("payload = %+v", pl)
 	}
 	if _, err := os.Stat(outside); err == nil {
 		t.Fatal("a denied escalated command ran")
@@ -72,9 +72,9 @@ func TestSandboxUnavailableAsksForEverything(t *testing.T) {
 	if len(asks) != 1 {
 		t.Fatalf("%d prompts, want 1", len(asks))
 	}
-	pl := asks[0].Payload.(map[string]any)
-	if sb := pl["sandbox"].(map[string]any); sb["unsandboxed"] != true || sb["unavailable"] != "Landlock ABI 3 is too old" {
-		t.Fatalf("payload = %v", pl)
+	pl := asks[0].Payload.(protocol.ApprovalPayload)
+	if sb := pl.Sandbox; !sb.Unsandboxed || sb.Unavailable != "Landlock ABI 3 is too old" {
+		t.Fatalf("payload = %+v", pl)
 	}
 	// The same session with a working sandbox runs a safe command unasked,
 	// confined.

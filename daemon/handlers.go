@@ -370,10 +370,10 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 		var answer json.RawMessage
 		switch kind {
 		case prompts.KindApproval:
-			if !prompts.ValidChoice(p.Choice) {
+			if !prompts.ValidChoice(string(p.Choice)) {
 				return nil, rpc.InvalidParams("choice", "must be once, session, always or deny")
 			}
-			answer, _ = json.Marshal(map[string]string{"choice": p.Choice})
+			answer, _ = json.Marshal(map[string]string{"choice": string(p.Choice)})
 		default:
 			// A null answer is no answer: it would resolve the prompt
 			// with an empty reply the user never gave.
@@ -391,7 +391,7 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 		if err != nil {
 			return nil, wireErr(err)
 		}
-		return rpc.RespondResult{Status: status, PromptID: p.PromptID}, nil
+		return rpc.RespondResult{Status: rpc.RespondStatus(status), PromptID: p.PromptID}, nil
 	}
 }
 

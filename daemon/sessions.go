@@ -231,12 +231,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			return err
 		}
 		for _, m := range msgs {
-			wm := rpc.Message{ID: m.ID, Role: m.Role, Content: m.Content, AdmissionID: m.AdmissionID.String,
-				ToolCallID: m.ToolCallID.String, Kind: m.Kind.String, CreatedAt: m.CreatedAt}
-			if m.ToolCalls.Valid {
-				wm.ToolCalls = json.RawMessage(m.ToolCalls.String)
-			}
-			snap.Messages = append(snap.Messages, wm)
+			snap.Messages = append(snap.Messages, messageWire(m))
 		}
 		pending, err := admission.Pending(tx, sessionID)
 		if err != nil {
@@ -284,26 +279,14 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 }
 
 func annotateWaits(pending []rpc.Receipt, atCapacity bool) {
-	rs := make([]admission.Receipt, len(pending))
-	for i, p := range pending {
-		rs[i] = admission.Receipt{Status: admission.Status(p.Status)}
-	}
-	admission.WaitReasons(rs, atCapacity)
-	for i := range pending {
-		pending[i].Reason = rs[i].Reason
-	}
+	admission.WaitReasons(pending, atCapacity)
 }
 
-func receiptToWire(r admission.Receipt) rpc.Receipt {
-	return rpc.Receipt{AdmissionID: r.AdmissionID, SessionID: r.SessionID, InputID: r.InputID, Seq: r.Seq,
-		Status: string(r.Status), Outcome: r.Outcome, ExecutionGeneration: r.ExecutionGeneration, Reason: r.Reason,
-		Error: r.Error, Duplicate: r.Duplicate, Text: r.Text, CreatedAt: r.CreatedAt}
-}
+// receiptToWire is the identity since admission.Receipt is
+// protocol.Receipt; it stays for the handlers that call it.
+func receiptToWire(r admission.Receipt) rpc.Receipt { return r }
 
-func promptToWire(p prompts.Prompt) rpc.Prompt {
-	return rpc.Prompt{PromptID: p.PromptID, SessionID: p.SessionID, Kind: p.Kind, ExecutionGeneration: p.ExecutionGeneration,
-		AdmissionID: p.AdmissionID, Payload: json.RawMessage(p.Payload), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt.String}
-}
+func promptToWire(p prompts.Prompt) rpc.Prompt { return p.Wire() }
 
 // listCursor encodes the position after the last listed session.
 func listCursor(createdAt, id string) string {

@@ -159,7 +159,7 @@ func testModel() *tuiModel {
 
 func event(typ, adm string, payload any) eventMsg {
 	b, _ := json.Marshal(payload)
-	return eventMsg{rpc.Event{SessionID: "ses_1", Type: typ, AdmissionID: adm, Payload: b}}
+	return eventMsg{rpc.Event{SessionID: "ses_1", Type: rpc.EventType(typ), AdmissionID: adm, Payload: b}}
 }
 
 // The scrollback is printed one batch at a time, in order.
