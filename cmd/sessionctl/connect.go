@@ -86,6 +86,9 @@ func (a *app) connect(ctx context.Context, opt rpc.DialOptions) (*rpc.Client, de
 	dctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
 	defer cancel()
 	opt.Token = d.Token
+	// Everything sessionctl receives may be printed: strings a model or a
+	// client controls show their escape sequences instead of running them.
+	opt.VisibleStrings = true
 	c, err := rpc.Dial(dctx, d.URL, opt)
 	if err != nil {
 		if ctx.Err() != nil {
