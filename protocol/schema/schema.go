@@ -151,7 +151,7 @@ func Document() ([]byte, error) {
 	}
 	defs["ErrorReason"] = defs["Reason"]
 	delete(defs, "Reason")
-	id := map[string]any{"type": []string{"integer", "string", "null"}}
+	id := map[string]any{"type": []string{"number", "string", "null"}}
 	defs["ServerFrame"] = map[string]any{
 		"description": "any frame the daemon sends: a result, an error, or a session.event notification",
 		"oneOf": []any{
