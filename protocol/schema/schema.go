@@ -103,7 +103,7 @@ func Document() ([]byte, error) {
 			seq = map[string]any{"type": "integer", "minimum": 1}
 		}
 		variants = append(variants, map[string]any{
-			"title": string(e.Type),
+			"title": string(e.Type) + " event",
 			"type":  "object",
 			"properties": map[string]any{
 				"session_id":           map[string]any{"type": "string"},
@@ -155,13 +155,13 @@ func Document() ([]byte, error) {
 	defs["ServerFrame"] = map[string]any{
 		"description": "any frame the daemon sends: a result, an error, or a session.event notification",
 		"oneOf": []any{
-			map[string]any{"title": "result", "type": "object", "properties": map[string]any{
+			map[string]any{"title": "result frame", "type": "object", "properties": map[string]any{
 				"jsonrpc": map[string]any{"const": "2.0"}, "id": id, "result": true},
 				"required": []string{"jsonrpc", "id", "result"}, "additionalProperties": false},
-			map[string]any{"title": "error", "type": "object", "properties": map[string]any{
+			map[string]any{"title": "error frame", "type": "object", "properties": map[string]any{
 				"jsonrpc": map[string]any{"const": "2.0"}, "id": id, "error": ref("ErrorObject")},
 				"required": []string{"jsonrpc", "id", "error"}, "additionalProperties": false},
-			map[string]any{"title": "notification", "type": "object", "properties": map[string]any{
+			map[string]any{"title": "notification frame", "type": "object", "properties": map[string]any{
 				"jsonrpc": map[string]any{"const": "2.0"}, "method": map[string]any{"const": protocol.NotifySessionEvent},
 				"params": ref("SessionEvent")},
 				"required": []string{"jsonrpc", "method", "params"}, "additionalProperties": false},
