@@ -23,9 +23,9 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: build ## Run every test, journeys included, under the race detector; then the Node tests against bin/.
+test: ## Run every test, journeys included, under the race detector.
 	$(GO) test -race -count=1 -timeout 15m ./...
-	cd clients/typescript && npm test
+	$(MAKE) build && cd clients/typescript && npm test # @sessiond/client against bin/sessiond
 
 test-short: ## Run the tests without the race detector (faster while editing).
 	$(GO) test -count=1 ./...
