@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -166,6 +167,22 @@ func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 	err := q.Select(&out, `SELECT `+columns+` FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq`, sessionID)
 	return out, store.Classify(err)
+}
+
+// PendingBounded is Pending for snapshots: at most limit admissions (the
+// oldest, which run first), texts cut to maxText bytes in SQL; more says
+// others exist.
+func PendingBounded(q store.Queryer, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
+	cols := strings.Replace(columns, "text,", "CAST(substr(CAST(text AS BLOB), 1, ?) AS TEXT) AS text,", 1)
+	err = q.Select(&out, `SELECT `+cols+` FROM session_admissions
+		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq LIMIT ?`, maxText, sessionID, limit+1)
+	if len(out) > limit {
+		out, more = out[:limit], true
+	}
+	for i := range out {
+		out[i].Text = strings.ToValidUTF8(out[i].Text, "")
+	}
+	return out, more, store.Classify(err)
 }
 
 // AdmitRequest is what prompt.submit asks to admit.

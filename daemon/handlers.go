@@ -22,6 +22,7 @@ func (d *Daemon) routes() *rpc.Mux {
 	m.Handle(rpc.MethodDaemonInfo, d.daemonInfo)
 	m.Handle(rpc.MethodSessionCreate, d.sessionCreate)
 	m.Handle(rpc.MethodSessionResume, d.sessionResume)
+	m.Handle(rpc.MethodSessionMessages, d.sessionMessages)
 	m.Handle(rpc.MethodSessionList, d.sessionList)
 	m.Handle(rpc.MethodPromptSubmit, d.promptSubmit)
 	m.Handle(rpc.MethodPromptCancel, d.promptCancel)

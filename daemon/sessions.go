@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
@@ -226,17 +228,19 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
 			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []rpc.Message{}, Prompts: []rpc.Prompt{}, Pending: []rpc.Receipt{}}
-		msgs, err := store.Transcript(tx, sessionID)
+		// Bounded whatever the session's size: the newest messages only
+		// (session.messages pages back), long fields cut.
+		page, err := store.TranscriptPage(tx, sessionID, 0, protocol.MaxSnapshotMessages, protocol.MaxSnapshotBytes, protocol.MaxSnapshotTextBytes)
 		if err != nil {
 			return err
 		}
-		for _, m := range msgs {
-			snap.Messages = append(snap.Messages, messageWire(m))
-		}
-		pending, err := admission.Pending(tx, sessionID)
+		snap.Messages = pageWire(page)
+		snap.MessagesTruncated = page.More
+		pending, more, err := admission.PendingBounded(tx, sessionID, protocol.MaxSnapshotPending, protocol.MaxSnapshotTextBytes)
 		if err != nil {
 			return err
 		}
+		snap.PendingTruncated = more
 		for _, a := range pending {
 			r := receiptToWire(a.Receipt())
 			r.Text = a.Text
@@ -303,4 +307,49 @@ func parseListCursor(c string) (createdAt, id string, err error) {
 		return "", "", fmt.Errorf("bad cursor")
 	}
 	return createdAt, id, nil
+}
+
+func pageWire(p store.Page) []protocol.Message {
+	out := make([]protocol.Message, 0, len(p.Messages))
+	for _, m := range p.Messages {
+		w := messageWire(m)
+		w.Truncated = p.Cut[m.ID]
+		out = append(out, w)
+	}
+	return out
+}
+
+// sessionMessages is session.messages: a page of older messages than
+// before_id (the newest when omitted), oldest first, bounded like a
+// snapshot but with fields up to MaxSnapshotBytes.
+func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.MessagesParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = protocol.DefaultMessagesLimit
+	}
+	limit = min(limit, protocol.MaxSnapshotMessages)
+	var before int64
+	if p.BeforeID != nil {
+		before = *p.BeforeID
+	}
+	var out protocol.MessagesResult
+	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := getSession(tx, p.SessionID); err != nil {
+			return err
+		}
+		page, err := store.TranscriptPage(tx, p.SessionID, before, limit, protocol.MaxSnapshotBytes, protocol.MaxSnapshotBytes)
+		if err != nil {
+			return err
+		}
+		out = protocol.MessagesResult{Messages: pageWire(page), HasMore: page.More}
+		return nil
+	})
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	return out, nil
 }

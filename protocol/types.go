@@ -122,6 +122,10 @@ type Message struct {
 	ToolCallID  string          `json:"tool_call_id,omitempty"`
 	Kind        string          `json:"kind,omitempty"`
 	CreatedAt   string          `json:"created_at"`
+	// Truncated says that Content was cut to MaxSnapshotTextBytes (and
+	// ToolCalls left out when they were longer) in this snapshot;
+	// session.messages returns the message whole.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Prompt is an open approval or clarify prompt of the live execution.
