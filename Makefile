@@ -8,14 +8,19 @@ LDFLAGS := -X github.com/sessiond/sessiond/daemon.Version=$(VERSION) -X main.ver
 SESSIOND_HOME ?= $(CURDIR)/.home
 export SESSIOND_HOME
 
-.PHONY: help build run fake-model test test-short bench load lint fmt clean
+# make install PREFIX=~/.local (default /usr/local); DESTDIR for packaging.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+
+.PHONY: help build run fake-model test test-short bench load lint fmt clean install uninstall
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/sessiond, bin/sessionctl, bin/sessiond-load and bin/sessiond-fakemodel.
-	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	@mkdir -p "$(BIN)"
+	$(GO) build -ldflags '$(LDFLAGS)' -o "$(BIN)/" ./cmd/...
 
 run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops it gracefully.
 	$(BIN)/sessiond --home "$(SESSIOND_HOME)"
@@ -23,12 +28,12 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: ## Run every test, journeys included, under the race detector.
+test: ## Run every test, journeys included, under the race detector (a few minutes on 2 cores).
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) build && cd clients/typescript && npm test # @sessiond/client against bin/sessiond
 
-test-short: ## Run the tests without the race detector (faster while editing).
-	$(GO) test -count=1 ./...
+test-short: ## Run every test without the race detector (faster; before a commit, run make test).
+	$(GO) test -count=1 -timeout 15m ./...
 
 bench: ## Run the benchmarks once each (see docs/performance.md for the figures).
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... 2>&1 | tee bench.out
@@ -44,6 +49,24 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 fmt: ## Format the Go sources.
 	gofmt -w $$(git ls-files '*.go')
+
+install: build ## Install sessiond and sessionctl, shell completion and a systemd user unit under PREFIX (default /usr/local).
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions" \
+		"$(DESTDIR)$(PREFIX)/share/zsh/site-functions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d" \
+		"$(DESTDIR)$(PREFIX)/lib/systemd/user"
+	install -m 0755 "$(BIN)/sessiond" "$(BIN)/sessionctl" "$(DESTDIR)$(BINDIR)/"
+	"$(BIN)/sessionctl" completion bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/sessionctl"
+	"$(BIN)/sessionctl" completion zsh > "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_sessionctl"
+	"$(BIN)/sessionctl" completion fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/sessionctl.fish"
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/sessiond.service > "$(DESTDIR)$(PREFIX)/lib/systemd/user/sessiond.service"
+	@echo "installed under $(DESTDIR)$(PREFIX); as a service: systemctl --user daemon-reload && systemctl --user enable --now sessiond"
+
+uninstall: ## Remove what make install put under PREFIX.
+	rm -f "$(DESTDIR)$(BINDIR)/sessiond" "$(DESTDIR)$(BINDIR)/sessionctl" \
+		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/sessionctl" \
+		"$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_sessionctl" \
+		"$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/sessionctl.fish" \
+		"$(DESTDIR)$(PREFIX)/lib/systemd/user/sessiond.service"
 
 clean: ## Remove build output (not .home).
 	rm -rf $(BIN) bench.out

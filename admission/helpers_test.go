@@ -11,6 +11,8 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/store"
+
+	"github.com/sessiond/sessiond/fixtures"
 )
 
 // env is one state.db with the Queue of the current (simulated) daemon.
@@ -193,16 +195,7 @@ func (e *env) count(query string, args ...any) int {
 // runs on the test goroutine.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	backoff := time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		timer := time.NewTimer(backoff)
-		<-timer.C
-		backoff = min(2*backoff, 20*time.Millisecond)
-	}
+	fixtures.Eventually(t, timeout, what, cond)
 }
 
 // errName names the admission error err is, for messages.

@@ -199,7 +199,7 @@ func TestRunTimeoutArgument(t *testing.T) {
 		t.Fatalf("timeout 60.0: %+v", ev)
 	}
 	for id, want := range map[string]string{"huge": "greater than the maximum", "over": "timeout: 121 is greater than the maximum 120 seconds (terminal.max_timeout)",
-		"zero": "timeout: 0 is less than the minimum 1"} {
+		"zero": "timeout: minimum: got 0, want 1"} {
 		ev, v := h.resultOf(t, id)
 		msg, _ := v["error"].(string)
 		if ev.OK || ev.Ran || !strings.Contains(msg, want) || !strings.Contains(msg, "nothing was run") {

@@ -21,14 +21,18 @@ import (
 type Config struct {
 	// Listen is the TCP address of the WebSocket server; it must be a
 	// loopback address. Default 127.0.0.1:0 (an ephemeral port).
-	Listen    string          `yaml:"listen"`
-	Model     ModelConfig     `yaml:"model"`
-	Approvals ApprovalsConfig `yaml:"approvals"`
-	Agent     AgentConfig     `yaml:"agent"`
-	Terminal  TerminalConfig  `yaml:"terminal"`
-	Limits    LimitsConfig    `yaml:"limits"`
-	Storage   StorageConfig   `yaml:"storage"`
-	Sandbox   SandboxConfig   `yaml:"sandbox"`
+	Listen string `yaml:"listen"`
+	// MetricsListen, when set, is a loopback address where GET /metrics is
+	// served without the token (for a local Prometheus). Default: none;
+	// /metrics on Listen always needs the token.
+	MetricsListen string          `yaml:"metrics_listen"`
+	Model         ModelConfig     `yaml:"model"`
+	Approvals     ApprovalsConfig `yaml:"approvals"`
+	Agent         AgentConfig     `yaml:"agent"`
+	Terminal      TerminalConfig  `yaml:"terminal"`
+	Limits        LimitsConfig    `yaml:"limits"`
+	Storage       StorageConfig   `yaml:"storage"`
+	Sandbox       SandboxConfig   `yaml:"sandbox"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
@@ -284,6 +288,15 @@ func (c *Config) Validate() error {
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("listen: %q is not a loopback address; sessiond serves only this machine", c.Listen)
+	}
+	if c.MetricsListen != "" {
+		host, _, err := net.SplitHostPort(c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("metrics_listen: %v", err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("metrics_listen: %q is not a loopback address; it serves /metrics without the token", c.MetricsListen)
+		}
 	}
 	return nil
 }

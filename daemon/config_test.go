@@ -70,3 +70,38 @@ func TestConfigMaxTimeout(t *testing.T) {
 		t.Fatalf("max_timeout 3600: %+v, %v", c.Terminal, err)
 	}
 }
+
+// TestMetricsListenIsLoopbackOnly: metrics_listen serves /metrics without
+// the token, so only loopback addresses are accepted, with an error naming
+// the key; unset means no such listener.
+func TestMetricsListenIsLoopbackOnly(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"metrics_listen: 0.0.0.0:9464":  `metrics_listen: "0.0.0.0:9464" is not a loopback address`,
+		"metrics_listen: 10.1.2.3:9464": `metrics_listen: "10.1.2.3:9464" is not a loopback address`,
+		"metrics_listen: localhost":     "metrics_listen: address localhost: missing port in address",
+	} {
+		if _, _, err := LoadConfig(writeTemp(t, yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", yaml, err, want)
+		}
+	}
+	for _, yaml := range []string{"", "metrics_listen: 127.0.0.1:9464", "metrics_listen: '[::1]:0'", "metrics_listen: localhost:9464"} {
+		if _, _, err := LoadConfig(writeTemp(t, yaml)); err != nil {
+			t.Errorf("%q refused: %v", yaml, err)
+		}
+	}
+}
+
+// TestOverrideListen: --listen replaces listen with the same check, and
+// names the flag in its error.
+func TestOverrideListen(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.overrideListen(""); err != nil || cfg.Listen != "127.0.0.1:0" {
+		t.Fatalf("empty --listen: %v %q", err, cfg.Listen)
+	}
+	if err := cfg.overrideListen("127.0.0.1:8765"); err != nil || cfg.Listen != "127.0.0.1:8765" {
+		t.Fatalf("--listen 127.0.0.1:8765: %v %q", err, cfg.Listen)
+	}
+	if err := cfg.overrideListen("192.168.1.2:80"); err == nil || !strings.HasPrefix(err.Error(), `--listen: "192.168.1.2:80" is not a loopback address`) || cfg.Listen != "127.0.0.1:8765" {
+		t.Fatalf("a LAN --listen: %v, listen now %q", err, cfg.Listen)
+	}
+}

@@ -32,6 +32,9 @@ var Version = "0.1.0-dev"
 type Options struct {
 	Home   string       // resolved home directory (see ResolveHome)
 	Logger *slog.Logger // default slog.Default()
+	// Listen, when not empty, replaces config.yaml's listen (sessiond
+	// --listen): a loopback host:port.
+	Listen string
 }
 
 // Daemon is one running sessiond.
@@ -50,6 +53,10 @@ type Daemon struct {
 	prompts *prompts.Manager
 	hub     *hub
 	mux     *rpc.Mux
+	metrics *metrics
+
+	metricsSrv  *http.Server // metrics_listen, when set
+	metricsAddr string
 
 	ln       net.Listener
 	srv      *http.Server
@@ -90,12 +97,16 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.overrideListen(opt.Listen); err != nil {
+		return nil, err
+	}
 	lock, err := LockHome(opt.Home)
 	if err != nil {
 		return nil, err
 	}
 	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, start: time.Now().UTC(),
 		conns: map[*rpc.Conn]struct{}{}, done: make(chan struct{})}
+	d.metrics = newMetrics(d)
 	defer func() {
 		if err != nil {
 			d.release()
@@ -108,12 +119,13 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
 		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
-			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log})
+			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log,
+			OnCommit: d.metrics.observeCommit})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w%s", filepath.Join(opt.Home, StateFile), err, diskFullHint(opt.Home))
 	}
 	d.hub = newHub(log)
-	d.db.SetEventSink(d.hub.publish)
+	d.db.SetEventSink(d.observeEvent)
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		return tx.Get(&d.epoch, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
 			os.Getpid(), Version, store.FormatTime(d.start))
@@ -130,7 +142,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	for _, a := range rec.Unknown {
 		log.Warn("admission left started by an earlier daemon is now unknown; it holds its session's queue until an operator resolves it (prompt.resolve_unknown; sessionctl resolve SESSION ADMISSION)",
-			"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation())
+			"audit", true, "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation())
 	}
 	if err := d.killLeftoverTools(ctx); err != nil {
 		return nil, fmt.Errorf("boot recovery: %w", err)
@@ -168,6 +180,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 			log.Error("http server", "err", err)
 		}
 	}()
+	if err := d.startMetricsListener(); err != nil {
+		return nil, err
+	}
 	if err := WriteDescriptor(opt.Home, d.desc); err != nil {
 		return nil, fmt.Errorf("write descriptor: %w", err)
 	}
@@ -235,6 +250,9 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 
 // release frees what Start acquired, in reverse order.
 func (d *Daemon) release() {
+	if d.metricsSrv != nil {
+		d.metricsSrv.Close()
+	}
 	if d.srv != nil {
 		d.srv.Close()
 	} else if d.ln != nil {

@@ -2,6 +2,10 @@
 // directory and its lock, boot recovery, the HTTP/WebSocket server and its
 // authentication, the descriptor, graceful stop, and the JSON-RPC method
 // handlers that wire admission, prompts and agent together (PROTOCOL.md).
+// It also owns what operators watch: the audit log (audit.go: one line per
+// transition, fed by the committed events and the handlers), the Prometheus
+// metrics of GET /metrics (metrics.go), and the coalescing of streamed tool
+// output for connections that fall behind (floods.go).
 //
 // Start order: lock home → open store → new boot epoch → recover (started
 // rows become unknown, old prompts close) → listen → write descriptor →

@@ -37,6 +37,9 @@ var fuzzMethods = []string{
 	rpc.MethodApprovalRespond,
 	rpc.MethodClarifyRespond,
 	rpc.MethodApprovalsList,
+	rpc.MethodSessionUpdate,
+	rpc.MethodSessionDelete,
+	rpc.MethodApprovalsRevoke,
 }
 
 // fuzzEnv is one in-process daemon per fuzz worker with a live session, a
@@ -125,13 +128,7 @@ func startFuzzEnv(tb testing.TB) *fuzzEnv {
 
 func fuzzWait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	fixtures.Eventually(tb, 20*time.Second, what, cond)
 }
 
 // documentedCode is the code each reason of PROTOCOL.md section 3 is sent
@@ -278,6 +275,9 @@ var methodParams = map[string][]paramSpec{
 	rpc.MethodApprovalRespond: {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, true}, {"answer", kAny, false}},
 	rpc.MethodClarifyRespond:  {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, false}, {"answer", kAny, true}},
 	rpc.MethodApprovalsList:   {{"session_id", kString, false}},
+	rpc.MethodSessionUpdate:   {{"session_id", kString, true}, {"title", kString, true}},
+	rpc.MethodSessionDelete:   {{"session_id", kString, true}},
+	rpc.MethodApprovalsRevoke: {{"pattern", kString, true}, {"session_id", kString, false}},
 }
 
 // member finds the member encoding/json would decode into the field name:

@@ -24,13 +24,16 @@ func (d *Daemon) routes() *rpc.Mux {
 	m.Handle(rpc.MethodSessionResume, d.sessionResume)
 	m.Handle(rpc.MethodSessionMessages, d.sessionMessages)
 	m.Handle(rpc.MethodSessionList, d.sessionList)
-	m.Handle(rpc.MethodPromptSubmit, d.promptSubmit)
+	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(d.promptSubmit))
 	m.Handle(rpc.MethodPromptCancel, d.promptCancel)
 	m.Handle(rpc.MethodInterrupt, d.sessionInterrupt)
 	m.Handle(rpc.MethodResolveUnknown, d.resolveUnknown)
 	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
 	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
 	m.Handle(rpc.MethodApprovalsList, d.approvalsList)
+	m.Handle(rpc.MethodSessionUpdate, d.sessionUpdate)
+	m.Handle(rpc.MethodSessionDelete, d.sessionDelete)
+	m.Handle(rpc.MethodApprovalsRevoke, d.approvalsRevoke)
 	return m
 }
 
@@ -92,7 +95,7 @@ func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, params json.RawMes
 	if p.Protocol != nil && *p.Protocol != rpc.ProtocolVersion {
 		return nil, rpc.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", rpc.ProtocolVersion, *p.Protocol)
 	}
-	c.SetValue("client", p.Client)
+	c.SetValue(clientKey, p.Client)
 	return rpc.InitializeResult{Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch}, nil
 }
 
@@ -139,6 +142,7 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.Raw
 	if err != nil {
 		return nil, wireErr(err)
 	}
+	d.audit().Info("session created", append(connAttrs(c), "session_id", id, "cwd", p.Cwd, "model", p.Model, "provider", p.Provider)...)
 	return d.resume(c, id, nil)
 }
 
@@ -344,8 +348,8 @@ func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.Ra
 		return nil, wireErr(err)
 	}
 	// The operator's decision, for whoever is on call next.
-	d.log.Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
-		"session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "outcome", a.Outcome.String)
+	d.audit().Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
+		append(connAttrs(c), "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "outcome", a.Outcome.String)...)
 	d.sched.Wake(p.SessionID)
 	return receiptToWire(a.Receipt()), nil
 }
@@ -388,10 +392,11 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			answer, _ = json.Marshal(map[string]any{"answer": a})
 		}
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
-			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer})
+			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer, AnsweredBy: answeredBy(c)})
 		if err != nil {
 			return nil, wireErr(err)
 		}
+		d.auditAnswer(c, p, kind, status, answer)
 		return rpc.RespondResult{Status: rpc.RespondStatus(status), PromptID: p.PromptID}, nil
 	}
 }

@@ -234,13 +234,7 @@ func TestLimitsRefuseWithClearErrors(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before the deadline")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	fixtures.Eventually(t, 10*time.Second, "the condition", cond)
 }
 
 func TestMaxConnectionsClosesWith1013(t *testing.T) {

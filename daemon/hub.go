@@ -29,6 +29,9 @@ type subscription struct {
 	lastSeq  int64
 	buffered [][]byte
 	seqs     []int64
+	// backlog holds tool output held back while the connection is behind,
+	// by tool_call_id (see floods.go).
+	backlog map[string]*outputBacklog
 }
 
 func newHub(log *slog.Logger) *hub {
@@ -118,6 +121,9 @@ func (h *hub) publish(e store.Event) {
 			continue
 		}
 		if e.Seq > sub.lastSeq {
+			if e.Type == "tool.completed" || e.Type == "turn.completed" {
+				h.flushBacklog(c, sub, e) // the held-back output comes before its end
+			}
 			c.NotifyRaw(frame)
 		}
 	}
@@ -145,8 +151,13 @@ func (h *hub) publishDelta(sessionID string, typ protocol.EventType, admissionID
 		return
 	}
 	for c, sub := range m {
-		if sub.released {
-			c.NotifyRaw(frame)
+		if !sub.released {
+			continue
 		}
+		if typ == "tool.output" {
+			h.sendOutput(c, sub, ev, frame)
+			continue
+		}
+		c.NotifyRaw(frame)
 	}
 }

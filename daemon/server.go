@@ -35,8 +35,9 @@ func (d *Daemon) httpHandler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /rpc", d.serveRPC)
+	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket) and GET /healthz", http.StatusNotFound)
+		http.Error(w, "not found: sessiond serves GET /rpc (WebSocket), GET /healthz and GET /metrics", http.StatusNotFound)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every plain HTTP answer (a refusal, /healthz, a 404) ends its
@@ -167,6 +168,7 @@ func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
 	d.conns[c] = struct{}{}
 	d.connWG.Add(1)
 	d.connMu.Unlock()
+	d.log.Debug("connection opened", "conn", numberConn(c), "remote", r.RemoteAddr)
 	// The connection is hijacked: serve it from its own goroutine and let
 	// the HTTP handler return, so that net/http's request, response and
 	// deep serving stack are not kept alive for the connection's lifetime

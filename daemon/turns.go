@@ -59,7 +59,8 @@ func (e *executor) model(s agent.Session) agent.Model {
 	}
 	c := model.New(model.Config{BaseURL: s.BaseURL, APIKey: e.d.cfg.Model.APIKey,
 		ConnectTimeout: time.Duration(e.d.cfg.Model.ConnectTimeout) * time.Second,
-		IdleTimeout:    time.Duration(e.d.cfg.Model.IdleTimeout) * time.Second})
+		IdleTimeout:    time.Duration(e.d.cfg.Model.IdleTimeout) * time.Second,
+		WrapTransport:  e.d.wrapModelTransport})
 	e.models[s.BaseURL] = c
 	return c
 }

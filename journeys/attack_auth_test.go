@@ -932,10 +932,8 @@ func TestAttackUnauthenticatedFlood(t *testing.T) {
 	// The daemon serves a new client, and lets go of the flood's descriptors.
 	atkAlive(t, a.d.Dial(t))
 	if base >= 0 {
-		after := aaFDs(pid)
-		for deadline := time.Now().Add(wait); after > base+8 && time.Now().Before(deadline); after = aaFDs(pid) {
-			time.Sleep(20 * time.Millisecond) // polling /proc with a deadline
-		}
+		var after int
+		fixtures.Poll(wait, func() bool { after = aaFDs(pid); return after <= base+8 })
 		t.Logf("daemon descriptors: %d before, %d at the peak, %d after", base, peak, after)
 		if after > base+8 {
 			t.Fatalf("the daemon still holds %d descriptors after the flood (baseline %d, peak %d; %d refused connections are still open on the client's side)",

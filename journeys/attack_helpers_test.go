@@ -151,25 +151,27 @@ func atkWaitParked(t *testing.T, g *fixtures.Gate, what string, diag func() stri
 // the admission row, its prompts, and the stored events c did not receive.
 func atkWaitTurn(t *testing.T, c *fixtures.Client, d *fixtures.Daemon, sessionID, admissionID string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var outcome string
+	found := fixtures.Poll(timeout, func() bool {
 		for _, e := range c.Events() {
 			if e.Type == "turn.completed" && e.AdmissionID == admissionID {
 				var p struct {
 					Outcome string `json:"outcome"`
 				}
 				json.Unmarshal(e.Payload, &p)
-				return p.Outcome
+				outcome = p.Outcome
+				return true
 			}
-		}
-		if time.Now().After(deadline) {
-			break
 		}
 		select {
 		case <-c.Done():
 			t.Fatalf("connection closed while waiting for turn.completed of %s: %v", admissionID, c.Err())
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
+		return false
+	})
+	if found {
+		return outcome
 	}
 	db := fixtures.OpenStoreReadOnly(t, d.Home)
 	defer db.Close()

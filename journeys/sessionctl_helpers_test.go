@@ -183,19 +183,11 @@ func (p *ctlTmuxPane) keys(keys ...string) {
 // the screen when the journey deadline passes.
 func (p *ctlTmuxPane) waitFor(what string, cond func(text string) bool) string {
 	p.t.Helper()
-	deadline := time.Now().Add(wait)
-	backoff := 10 * time.Millisecond
-	for {
-		text := p.capture()
-		if cond(text) {
-			return text
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out after %v waiting for the screen to show %s; screen:\n%s", wait, what, text)
-		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 100*time.Millisecond)
+	var text string
+	if !fixtures.Poll(wait, func() bool { text = p.capture(); return cond(text) }) {
+		p.t.Fatalf("timed out after %v waiting for the screen to show %s; screen:\n%s", wait, what, text)
 	}
+	return text
 }
 
 // waitText waits until the pane shows every one of texts.
@@ -215,12 +207,9 @@ func (p *ctlTmuxPane) waitText(texts ...string) string {
 // text.
 func (p *ctlTmuxPane) waitScreen(text string) {
 	p.t.Helper()
-	deadline := time.Now().Add(wait)
-	for !strings.Contains(p.screen(), text) {
-		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out after %v waiting for the visible screen to show %q; screen:\n%s", wait, text, p.screen())
-		}
-		time.Sleep(20 * time.Millisecond)
+	var screen string
+	if !fixtures.Poll(wait, func() bool { screen = p.screen(); return strings.Contains(screen, text) }) {
+		p.t.Fatalf("timed out after %v waiting for the visible screen to show %q; screen:\n%s", wait, text, screen)
 	}
 }
 

@@ -458,7 +458,7 @@ func TestSessionctlVerbs(t *testing.T) {
 	if l := ctlListed(t, home, s); l.UnknownCount != 1 || l.Running != nil || l.OpenPromptCount != 0 {
 		t.Fatalf("session.list row of the held session: %+v", l)
 	}
-	ctlWant(t, ctl(t, home, "", "status"), 0, "held", "1 session(s) behind an unknown input after a crash", ctlCmd(t, home, "resolve", "SESSION", "ADMISSION"))
+	ctlWant(t, ctl(t, home, "", "status"), 0, "held", "1 session(s) behind an input left unknown by a crash", ctlCmd(t, home, "resolve", s, unknown.AdmissionID))
 	r = ctl(t, home, "n\n", "resolve", s, unknown.AdmissionID)
 	ctlWant(t, r, 1, "not resolved")
 	if !strings.Contains(r.stderr, "crash story") || !strings.Contains(r.stderr, "generation "+strconv.FormatInt(*unknown.ExecutionGeneration, 10)) {
@@ -514,7 +514,7 @@ func TestSessionctlHelp(t *testing.T) {
 			t.Fatalf("sessionctl --help lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
+	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer", "rename", "rm", "show", "approvals", "completion"} {
 		r := ctl(t, home, "", verb, "--help")
 		ctlWant(t, r, 0)
 		if !strings.Contains(r.stdout, "Examples:\n  sessionctl") && !strings.Contains(r.stdout, "Examples:\n  S=") {

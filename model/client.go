@@ -53,6 +53,9 @@ type Config struct {
 	// caller then owns proxy and connect-timeout settings. When nil, a shared
 	// transport with http.ProxyFromEnvironment and ConnectTimeout is used.
 	HTTPClient *http.Client
+	// WrapTransport, when set, wraps the transport of every HTTP attempt
+	// (retries included), e.g. to count statuses and log failures.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Client streams chat completions from one OpenAI-compatible server. It is
@@ -90,6 +93,14 @@ func New(cfg Config) *Client {
 			ct = DefaultConnectTimeout
 		}
 		hc = &http.Client{Transport: sharedTransport(ct)}
+	}
+	if cfg.WrapTransport != nil {
+		wrapped := *hc
+		if wrapped.Transport == nil {
+			wrapped.Transport = http.DefaultTransport
+		}
+		wrapped.Transport = cfg.WrapTransport(wrapped.Transport)
+		hc = &wrapped
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/sessiond/sessiond/store"
 )
@@ -76,4 +77,32 @@ func (m *Manager) SessionAllowed(ctx context.Context, sessionID string) ([]Allow
 	err := m.db.Select(ctx, &rs, `SELECT pattern, created_at, session_id AS source_session_id FROM session_approvals
 		WHERE session_id = ? ORDER BY created_at, pattern`, sessionID)
 	return rs, err
+}
+
+// Revoke forgets a remembered approval: with sessionID empty the "always"
+// pattern, else that session's "session" pattern. From then on a command
+// of that kind asks again. ErrNotFound when no such pattern is remembered
+// there (a typo, or revoked already).
+func (m *Manager) Revoke(ctx context.Context, sessionID, pattern string) error {
+	return m.db.InTx(ctx, func(tx *store.Tx) error {
+		var (
+			res sql.Result
+			err error
+		)
+		if sessionID == "" {
+			res, err = tx.Exec(`DELETE FROM approval_allowlist WHERE pattern = ?`, pattern)
+		} else {
+			res, err = tx.Exec(`DELETE FROM session_approvals WHERE session_id = ? AND pattern = ?`, sessionID, pattern)
+		}
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if sessionID == "" {
+				return fmt.Errorf("%w: no always approval for pattern %q", ErrNotFound, pattern)
+			}
+			return fmt.Errorf("%w: no session approval for pattern %q in session %s", ErrNotFound, pattern, sessionID)
+		}
+		return nil
+	})
 }

@@ -151,7 +151,12 @@ func (m *Manager) deliver(o Outcome) {
 // closeEvent appends prompt.closed for p and delivers the outcome after
 // commit.
 func (m *Manager) closeEvent(tx *store.Tx, p Prompt, resolution string, response json.RawMessage) error {
-	payload := protocol.PromptClosedPayload{PromptID: p.PromptID, Resolution: protocol.Resolution(resolution), Response: response}
+	return m.closeEventBy(tx, p, resolution, response, nil)
+}
+
+// closeEventBy is closeEvent with who answered (nil: nobody, or unknown).
+func (m *Manager) closeEventBy(tx *store.Tx, p Prompt, resolution string, response json.RawMessage, by *protocol.AnsweredBy) error {
+	payload := protocol.PromptClosedPayload{PromptID: p.PromptID, Resolution: protocol.Resolution(resolution), Response: response, AnsweredBy: by}
 	if _, err := tx.AppendEvent(p.SessionID, protocol.EventPromptClosed, p.AdmissionID, p.ExecutionGeneration, payload); err != nil {
 		return err
 	}
@@ -266,6 +271,10 @@ type Response struct {
 	Kind       string
 	Generation int64
 	Answer     json.RawMessage // {"choice": …} or {"answer": …}
+	// AnsweredBy, when not nil, says who answered; it goes into the
+	// prompt.closed event as answered_by (e.g. {"conn": "12", "client":
+	// "sessionctl/1.0"}), for the transcript and the audit.
+	AnsweredBy *protocol.AnsweredBy
 }
 
 // Respond answers a prompt of the live execution. It returns
@@ -318,7 +327,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 				return err
 			}
 		}
-		return m.closeEvent(tx, got, ResolutionAnswered, r.Answer)
+		return m.closeEventBy(tx, got, ResolutionAnswered, r.Answer, r.AnsweredBy)
 	})
 	if err != nil {
 		return "", err

@@ -69,10 +69,12 @@ type ToolStartedPayload struct {
 }
 
 // ToolOutputPayload is tool.output: a piece of a running command's output
-// (seq null).
+// (seq null). OmittedBytes, on a marker frame, counts the output left out
+// for a client that could not keep up.
 type ToolOutputPayload struct {
-	ToolCallID string `json:"tool_call_id"`
-	Text       string `json:"text"`
+	ToolCallID   string `json:"tool_call_id"`
+	Text         string `json:"text"`
+	OmittedBytes int64  `json:"omitted_bytes,omitempty"`
 }
 
 // ToolRunningPayload is tool.running, durable before a terminal command
@@ -116,11 +118,20 @@ type PromptOpenedPayload struct {
 }
 
 // PromptClosedPayload is prompt.closed: Response is the answer given
-// ({choice} or {answer}) when Resolution is answered.
+// ({choice} or {answer}) when Resolution is answered, AnsweredBy who gave it.
 type PromptClosedPayload struct {
 	PromptID   string          `json:"prompt_id"`
 	Resolution Resolution      `json:"resolution"`
 	Response   json.RawMessage `json:"response,omitempty"`
+	AnsweredBy *AnsweredBy     `json:"answered_by,omitempty"`
+}
+
+// AnsweredBy says who answered a prompt: the daemon's connection number
+// and the client's name/version from initialize ("(no initialize)" when it
+// sent none).
+type AnsweredBy struct {
+	Conn   string `json:"conn"`
+	Client string `json:"client"`
 }
 
 // TurnCompletedPayload is turn.completed.

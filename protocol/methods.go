@@ -26,6 +26,9 @@ const (
 	MethodApprovalRespond = "approval.respond"
 	MethodClarifyRespond  = "clarify.respond"
 	MethodApprovalsList   = "approvals.list"
+	MethodSessionUpdate   = "session.update"
+	MethodSessionDelete   = "session.delete"
+	MethodApprovalsRevoke = "approvals.revoke"
 	NotifySessionEvent    = "session.event"
 )
 
@@ -52,4 +55,7 @@ var Methods = []MethodSpec{
 	{MethodApprovalRespond, RespondParams{}, RespondResult{}},
 	{MethodClarifyRespond, RespondParams{}, RespondResult{}},
 	{MethodApprovalsList, ApprovalsListParams{}, ApprovalsList{}},
+	{MethodSessionUpdate, SessionUpdateParams{}, Snapshot{}},
+	{MethodSessionDelete, SessionDeleteParams{}, SessionDeleteResult{}},
+	{MethodApprovalsRevoke, ApprovalsRevokeParams{}, ApprovalsRevokeResult{}},
 }

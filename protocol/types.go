@@ -332,3 +332,33 @@ const (
 	MaxSnapshotTextBytes = 64 << 10
 	DefaultMessagesLimit = 200
 )
+
+// SessionUpdateParams are the params of session.update: the new Title
+// (required, not blank, at most 500 bytes).
+type SessionUpdateParams struct {
+	SessionID string  `json:"session_id"`
+	Title     *string `json:"title"`
+}
+
+// SessionDeleteParams are the params of session.delete.
+type SessionDeleteParams struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionDeleteResult is the result of session.delete: {deleted: true}.
+type SessionDeleteResult struct {
+	Deleted bool `json:"deleted"`
+}
+
+// ApprovalsRevokeParams are the params of approvals.revoke: Pattern as
+// approvals.list shows it; with SessionID the session's "session" pattern
+// is revoked, without it the "always" one.
+type ApprovalsRevokeParams struct {
+	Pattern   string `json:"pattern"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// ApprovalsRevokeResult is the result of approvals.revoke: {revoked: true}.
+type ApprovalsRevokeResult struct {
+	Revoked bool `json:"revoked"`
+}

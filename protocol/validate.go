@@ -187,3 +187,14 @@ func (p RespondParams) Validate() error {
 
 // Validate checks session_id's length.
 func (p ApprovalsListParams) Validate() error { return maxLen("session_id", p.SessionID, MaxIDBytes) }
+
+// Validate checks session_id's length; the daemon checks the title.
+func (p SessionUpdateParams) Validate() error { return maxLen("session_id", p.SessionID, MaxIDBytes) }
+
+// Validate checks session_id's length; the daemon requires it.
+func (p SessionDeleteParams) Validate() error { return maxLen("session_id", p.SessionID, MaxIDBytes) }
+
+// Validate checks the lengths of session_id and pattern.
+func (p ApprovalsRevokeParams) Validate() error {
+	return firstErr(maxLen("session_id", p.SessionID, MaxIDBytes), maxLen("pattern", p.Pattern, MaxPathBytes))
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/sessiond/sessiond/fixtures"
 )
 
 // testServer serves mux on /rpc behind a bearer-token check, like the
@@ -269,16 +271,11 @@ func TestClientCloseStatus(t *testing.T) {
 	callErr := make(chan error, 1)
 	go func() { callErr <- c.Call(context.Background(), "hang", nil, nil) }()
 	// Let the call reach the server before it goes away.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fixtures.Eventually(t, 10*time.Second, "the call to be pending", func() bool {
 		c.mu.Lock()
-		n := len(c.pending)
-		c.mu.Unlock()
-		if n == 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		return len(c.pending) == 1
+	})
 	server.Close(websocket.StatusGoingAway, "daemon stopping")
 	select {
 	case err := <-callErr:

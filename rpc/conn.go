@@ -539,6 +539,15 @@ func (c *Conn) NotifyRaw(frame []byte) bool {
 	return true
 }
 
+// QueuedNotifications is how many notifications are queued for the client
+// and not yet written; NotifyRaw closes the connection (1008) when it would
+// exceed SendQueueLimit. Senders of droppable notifications (streamed tool
+// output) use it to hold back before that.
+func (c *Conn) QueuedNotifications() int { return int(c.notifies.Load()) }
+
+// SendQueueLimit is Options.SendQueue: the most notifications queued unread.
+func (c *Conn) SendQueueLimit() int { return c.opt.SendQueue }
+
 // Notification frames are marked by a leading NUL byte so the writer can
 // count them out of the bound; it is stripped before writing.
 func tagNotify(b []byte) []byte { return append([]byte{0}, b...) }

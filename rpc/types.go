@@ -29,6 +29,9 @@ const (
 	MethodApprovalRespond = protocol.MethodApprovalRespond
 	MethodClarifyRespond  = protocol.MethodClarifyRespond
 	MethodApprovalsList   = protocol.MethodApprovalsList
+	MethodSessionUpdate   = protocol.MethodSessionUpdate
+	MethodSessionDelete   = protocol.MethodSessionDelete
+	MethodApprovalsRevoke = protocol.MethodApprovalsRevoke
 	NotifySessionEvent    = protocol.NotifySessionEvent
 )
 
@@ -147,38 +150,43 @@ func InvalidParams(field, format string, args ...any) *Error {
 
 // The wire types live in package protocol; these aliases keep rpc.X working.
 type (
-	ClientInfo           = protocol.ClientInfo
-	InitializeParams     = protocol.InitializeParams
-	InitializeResult     = protocol.InitializeResult
-	DaemonInfo           = protocol.DaemonInfo
-	SandboxInfo          = protocol.SandboxInfo
-	SandboxParams        = protocol.SandboxParams
-	StorageInfo          = protocol.StorageInfo
-	SessionCreateParams  = protocol.SessionCreateParams
-	SessionRef           = protocol.SessionRef
-	ResumeParams         = protocol.ResumeParams
-	Message              = protocol.Message
-	Prompt               = protocol.Prompt
-	Receipt              = protocol.Receipt
-	Snapshot             = protocol.Snapshot
-	SessionListParams    = protocol.SessionListParams
-	SessionSummary       = protocol.SessionSummary
-	SessionList          = protocol.SessionList
-	SubmitParams         = protocol.SubmitParams
-	AdmissionRef         = protocol.AdmissionRef
-	ResolveUnknownParams = protocol.ResolveUnknownParams
-	InterruptParams      = protocol.InterruptParams
-	InterruptResult      = protocol.InterruptResult
-	RespondParams        = protocol.RespondParams
-	RespondResult        = protocol.RespondResult
-	Event                = protocol.Event
-	ApprovalsListParams  = protocol.ApprovalsListParams
-	AllowRule            = protocol.AllowRule
-	ApprovalsList        = protocol.ApprovalsList
-	RespondStatus        = protocol.RespondStatus
-	EventType            = protocol.EventType
-	MessagesParams       = protocol.MessagesParams
-	MessagesResult       = protocol.MessagesResult
-	AdmissionStatus      = protocol.AdmissionStatus
-	Choice               = protocol.Choice
+	ClientInfo            = protocol.ClientInfo
+	InitializeParams      = protocol.InitializeParams
+	InitializeResult      = protocol.InitializeResult
+	DaemonInfo            = protocol.DaemonInfo
+	SandboxInfo           = protocol.SandboxInfo
+	SandboxParams         = protocol.SandboxParams
+	StorageInfo           = protocol.StorageInfo
+	SessionCreateParams   = protocol.SessionCreateParams
+	SessionRef            = protocol.SessionRef
+	ResumeParams          = protocol.ResumeParams
+	Message               = protocol.Message
+	Prompt                = protocol.Prompt
+	Receipt               = protocol.Receipt
+	Snapshot              = protocol.Snapshot
+	SessionListParams     = protocol.SessionListParams
+	SessionSummary        = protocol.SessionSummary
+	SessionList           = protocol.SessionList
+	SubmitParams          = protocol.SubmitParams
+	AdmissionRef          = protocol.AdmissionRef
+	ResolveUnknownParams  = protocol.ResolveUnknownParams
+	InterruptParams       = protocol.InterruptParams
+	InterruptResult       = protocol.InterruptResult
+	RespondParams         = protocol.RespondParams
+	RespondResult         = protocol.RespondResult
+	Event                 = protocol.Event
+	ApprovalsListParams   = protocol.ApprovalsListParams
+	AllowRule             = protocol.AllowRule
+	ApprovalsList         = protocol.ApprovalsList
+	RespondStatus         = protocol.RespondStatus
+	EventType             = protocol.EventType
+	MessagesParams        = protocol.MessagesParams
+	MessagesResult        = protocol.MessagesResult
+	SessionUpdateParams   = protocol.SessionUpdateParams
+	SessionDeleteParams   = protocol.SessionDeleteParams
+	SessionDeleteResult   = protocol.SessionDeleteResult
+	ApprovalsRevokeParams = protocol.ApprovalsRevokeParams
+	ApprovalsRevokeResult = protocol.ApprovalsRevokeResult
+	AdmissionStatus       = protocol.AdmissionStatus
+	Choice                = protocol.Choice
 )

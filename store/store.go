@@ -45,6 +45,10 @@ type Options struct {
 	// SQLite's automatic checkpoints after commits fail silently, commits
 	// keep landing (durably) in state.db-wal, and the WAL grows. Default 30s.
 	CheckpointInterval time.Duration
+	// OnCommit, when set, is called by the committer after each group
+	// commit with its duration (BEGIN to COMMIT, fsync included) and the
+	// number of transactions in it. It must not block.
+	OnCommit func(d time.Duration, txs int)
 	// Logger receives the checkpoint failures and recoveries. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -506,6 +510,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 	// BEGIN IMMEDIATE … COMMIT, one SAVEPOINT per caller.
 	ctl := &Tx{ctx: context.Background(), db: db}
 	rollback := func() { ctl.Exec("ROLLBACK") } // fails harmlessly if SQLite already rolled back
+	began := time.Now()
 	if _, err := ctl.Exec("BEGIN IMMEDIATE"); err != nil {
 		failAll(Classify(fmt.Errorf("begin immediate: %w", err)))
 		return
@@ -565,6 +570,9 @@ func (db *DB) runBatch(batch []*txRequest) {
 	}
 	db.batches.Add(1)
 	db.txs.Add(int64(len(live)))
+	if db.opt.OnCommit != nil {
+		db.opt.OnCommit(time.Since(began), len(live))
+	}
 	for i, r := range live {
 		for _, h := range hooks[i] {
 			h()

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/fixtures"
 )
 
 // TestKillGroupIfSame: a command's process group, identified while it
@@ -92,10 +94,16 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	}
 	// Identify while the shell waits on stdin. Its session may be 0: /proc
 	// says so when the session leader is outside this PID namespace (CI).
-	id, err := Identify(cmd.Process.Pid)
-	if err != nil || id.StartTicks == 0 || len(id.Marker) != 32 {
-		t.Fatalf("Identify: %+v %v", id, err)
-	}
+	// Until the child has called execve, /proc shows this process's
+	// environment, without the marker: wait for the shell's.
+	var id ProcessIdentity
+	fixtures.Eventually(t, 20*time.Second, "the shell's environment with the marker", func() bool {
+		id, err = Identify(cmd.Process.Pid)
+		if err != nil || id.StartTicks == 0 {
+			t.Fatalf("Identify: %+v %v", id, err)
+		}
+		return len(id.Marker) == 32
+	})
 	in.Write([]byte("go\n"))
 	var bg int
 	if _, err := fmt.Fscan(out, &bg); err != nil {
@@ -118,17 +126,10 @@ func TestKillGroupAfterLeaderExited(t *testing.T) {
 	if killed, err := KillGroupIfSame(id); !killed || err != nil {
 		t.Fatalf("KillGroupIfSame after the leader exited = %v, %v, want killed", killed, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	fixtures.Eventually(t, 20*time.Second, fmt.Sprintf("background job %d to die", bg), func() bool {
 		st, err := procStat(bg)
-		if err != nil || st.state == "Z" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("background job %d still alive (%s)", bg, st.state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err != nil || st.state == "Z"
+	})
 }
 
 // TestKillGroupSparesReusedGroupID: the recorded command's whole group is

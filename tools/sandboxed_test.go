@@ -35,7 +35,7 @@ func TestParseTerminalArgsSandbox(t *testing.T) {
 		{`{"command":"ls","sandbox_permissions":"escalated","justification":"needs network"}`, ""},
 		{`{"command":"ls","sandbox_permissions":"escalated"}`, "needs a justification"},
 		{`{"command":"ls","sandbox_permissions":"escalated","justification":"  "}`, "needs a justification"},
-		{`{"command":"ls","sandbox_permissions":"root"}`, `sandbox_permissions: string "root" is not one of [escalated]`},
+		{`{"command":"ls","sandbox_permissions":"root"}`, `sandbox_permissions: value must be 'escalated'`},
 		{`{"command":"ls","justification":"why"}`, "only for sandbox_permissions"},
 	} {
 		_, err := ParseTerminalArgs([]byte(c.raw))

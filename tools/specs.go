@@ -133,7 +133,7 @@ const MaxTimeoutCeiling = math.MaxInt32
 // with a non-blank string command and an optional integer timeout in
 // seconds, at least 1 and at most MaxTimeoutCeiling. As JSON Schema says,
 // 60.0 is the integer 60; 60.5, 0, -5 and 18446744074 are refused, never
-// rounded or wrapped. Unknown fields are ignored. Errors wrap
+// rounded or wrapped. Fields the schema does not list are refused. Errors wrap
 // ErrInvalidTerminalArgs and name the offending field.
 func ParseTerminalArgs(raw json.RawMessage) (TerminalArgs, error) {
 	var a TerminalArgs

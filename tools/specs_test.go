@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -40,9 +41,13 @@ func TestSpecs(t *testing.T) {
 }
 
 func TestParseTerminalArgs(t *testing.T) {
-	a, err := ParseTerminalArgs(json.RawMessage(`{"command":"ls -la","timeout":30,"extra":true}`))
+	a, err := ParseTerminalArgs(json.RawMessage(`{"command":"ls -la","timeout":30}`))
 	if err != nil || a != (TerminalArgs{Command: "ls -la", Timeout: 30}) {
 		t.Errorf("got %+v, %v", a, err)
+	}
+	// The published schema says "additionalProperties": false.
+	if _, err := ParseTerminalArgs(json.RawMessage(`{"command":"ls","extra":true}`)); err == nil || !strings.Contains(err.Error(), "additional properties 'extra' not allowed") {
+		t.Errorf("an unknown field: err %v", err)
 	}
 	for _, in := range []string{``, `{}`, `{"command":"  "}`, `{"command":1}`, `{"command":"ls","timeout":-1}`, `{"command":"ls","timeout":"5"}`} {
 		if _, err := ParseTerminalArgs(json.RawMessage(in)); !errors.Is(err, ErrInvalidTerminalArgs) {

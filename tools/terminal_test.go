@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/fixtures"
 )
 
 // groupAlive reports whether process group pgid has a live (non-zombie)
@@ -56,13 +58,7 @@ func groupAlive(t *testing.T, pgid int) bool {
 // waitGroupGone polls until process group pgid has no live member.
 func waitGroupGone(t *testing.T, pgid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for groupAlive(t, pgid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still has live processes after %s", pgid, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	fixtures.Eventually(t, within, fmt.Sprintf("process group %d to have no live process", pgid), func() bool { return !groupAlive(t, pgid) })
 }
 
 func run(t *testing.T, command string, opt TerminalOptions) TerminalResult {

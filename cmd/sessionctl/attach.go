@@ -78,8 +78,11 @@ func (a *app) attach(ctx context.Context, sessionID string, history int) error {
 	if err != nil {
 		return err
 	}
+	// after_seq 0: the retained events come too, for the approval
+	// decisions shown in the replayed history.
+	zero := int64(0)
 	var snap rpc.Snapshot
-	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap); err != nil {
+	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID, AfterSeq: &zero}, &snap); err != nil {
 		c.Close()
 		return err
 	}

@@ -96,6 +96,19 @@ func (a *app) connect(ctx context.Context, opt rpc.DialOptions) (*rpc.Client, de
 		}
 		return nil, d, explainDial(err, home, d, a.connectTimeout)
 	}
+	// Name this client, so that the daemon's audit log and the transcript
+	// say who answered a prompt or deleted a session.
+	var init rpc.InitializeResult
+	if err := c.Call(dctx, rpc.MethodInitialize, rpc.InitializeParams{Client: rpc.ClientInfo{Name: "sessionctl", Version: version}}, &init); err != nil {
+		c.Close()
+		if ctx.Err() != nil {
+			return nil, d, ctx.Err()
+		}
+		if c.Err() != nil {
+			return nil, d, fail(exitUnreachable, "lost the daemon during initialize: %s", describeClosed(c.Err()))
+		}
+		return nil, d, err
+	}
 	return c, d, nil
 }
 

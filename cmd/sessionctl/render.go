@@ -121,7 +121,7 @@ func resultSummary(name string, ok bool, exitCode *int, result json.RawMessage) 
 		var r terminalResult
 		if json.Unmarshal(result, &r) == nil {
 			if r.Error != "" {
-				return "✗ " + r.Error, ""
+				return "✗ " + r.Error, r.Output // an interrupted command keeps what it printed
 			}
 			code := r.ExitCode
 			if code == nil {

@@ -122,10 +122,18 @@ func (a *app) rootCommand() *cobra.Command {
 		a.interruptCommand(),
 		a.approveCommand(),
 		a.answerCommand(),
+		a.renameCommand(),
+		a.rmCommand(),
+		a.showCommand(),
+		a.approvalsCommand(),
 	)
+	root.AddCommand(a.completionCommand(root))
 	for _, c := range root.Commands() {
 		c.Long = c.Short + ".\n\n" + c.Long + "\n\n" + exitCodesPointer
 		c.SetFlagErrorFunc(root.FlagErrorFunc())
+		if strings.HasPrefix(strings.TrimPrefix(c.Use, c.Name()), " SESSION") {
+			c.ValidArgsFunction = a.completeSession
+		}
 	}
 	return root
 }

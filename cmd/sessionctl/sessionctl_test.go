@@ -102,7 +102,8 @@ func TestHelpExitCodes(t *testing.T) {
 			t.Errorf("the root help lacks %q:\n%s", want, root)
 		}
 	}
-	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer"} {
+	for _, verb := range []string{"status", "sessions", "new", "attach", "send", "pending", "resolve", "cancel", "interrupt", "approve", "answer",
+		"rename", "rm", "show", "approvals", "completion"} {
 		out.Reset()
 		if code := run(context.Background(), "sessionctl", []string{verb, "--help"}, strings.NewReader(""), &out, &out); code != 0 {
 			t.Fatalf("%s --help exited %d", verb, code)
@@ -314,5 +315,67 @@ func TestTUIStatusLine(t *testing.T) {
 	m.connected, m.connNote = false, "connection lost"
 	if got := m.statusLine(); strings.Contains(got, "interrupts") || !strings.Contains(got, "connection lost") {
 		t.Fatalf("disconnected: %q", got)
+	}
+}
+
+// TestCompletion: a script per shell on stdout; another shell is a usage
+// error (exit 2).
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "__start_sessionctl", "zsh": "#compdef sessionctl", "fish": "complete -c sessionctl"} {
+		var out, errb strings.Builder
+		if code := run(context.Background(), "sessionctl", []string{"completion", shell}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), want) {
+			t.Errorf("completion %s: exit %d, stdout lacks %q; stderr %s", shell, code, want, errb.String())
+		}
+	}
+	var out, errb strings.Builder
+	if code := run(context.Background(), "sessionctl", []string{"completion", "tcsh"}, strings.NewReader(""), &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "bash, zsh or fish") {
+		t.Errorf("completion tcsh: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// printed is what m has queued for the scrollback: a model that never got
+// a window size (width 0) keeps every line queued.
+func printed(m *tuiModel) string { return strings.Join(m.printQ, "\n") }
+
+// unsizedModel is testModel without a window size, so it prints nothing.
+func unsizedModel(snap rpc.Snapshot) *tuiModel {
+	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, snap, 42, 50)
+	m.st = style{}
+	return m
+}
+
+// TestTUIInterruptedCommandKeepsItsOutput: a command interrupted while
+// running leaves the last lines of the output it printed live on screen,
+// under its "interrupted while running" line.
+func TestTUIInterruptedCommandKeepsItsOutput(t *testing.T) {
+	m := unsizedModel(rpc.Snapshot{SessionID: "ses_1"})
+	m.Update(event("tool.started", "adm_1", map[string]any{"tool_call_id": "c1", "name": "terminal", "args": map[string]string{"command": "make test"}}))
+	m.Update(event("tool.output", "adm_1", map[string]any{"tool_call_id": "c1", "text": "line 1\nline 2\nlast words\n"}))
+	m.Update(event("tool.completed", "adm_1", map[string]any{"tool_call_id": "c1", "name": "terminal", "ok": false, "exit_code": -1,
+		"result": map[string]any{"error": "interrupted while running: its effects are unknown", "exit_code": -1}}))
+	out := printed(m)
+	if !strings.Contains(out, "│ last words") || !strings.Contains(out, "│ line 2") || !strings.Contains(out, "interrupted while running") {
+		t.Fatalf("the interrupted command's output is gone:\n%s", out)
+	}
+}
+
+// TestTUIHistoryShowsApprovals: the replayed transcript shows, under each
+// tool call, its approval decision and who made it.
+func TestTUIHistoryShowsApprovals(t *testing.T) {
+	ev := func(seq int64, typ string, payload string) rpc.Event {
+		return rpc.Event{SessionID: "ses_1", Seq: &seq, Type: rpc.EventType(typ), AdmissionID: "adm_1", Payload: json.RawMessage(payload)}
+	}
+	snap := rpc.Snapshot{SessionID: "ses_1", Messages: []rpc.Message{
+		{Role: "user", Content: "clean up", AdmissionID: "adm_1"},
+		{Role: "assistant", AdmissionID: "adm_1", ToolCalls: json.RawMessage(`[{"id":"c1","name":"terminal","arguments":"{\"command\":\"rm -rf build\"}"}]`)},
+		{Role: "tool", AdmissionID: "adm_1", ToolCallID: "c1", Content: `{"output":"","exit_code":0,"duration_ms":3}`},
+	}, Events: []rpc.Event{
+		ev(1, "prompt.opened", `{"prompt":{"prompt_id":"p1","kind":"approval","payload":{"tool_call_id":"c1","command":"rm -rf build","risk":"dangerous","reason":"recursive delete"}}}`),
+		ev(2, "prompt.closed", `{"prompt_id":"p1","resolution":"answered","response":{"choice":"session"},"answered_by":{"conn":"7","client":"vim-sessiond/2.1"}}`),
+	}}
+	m := unsizedModel(snap)
+	out := printed(m)
+	if !strings.Contains(out, "approval (dangerous: recursive delete): session by vim-sessiond/2.1 (connection 7)") {
+		t.Fatalf("the replayed history lacks the approval decision:\n%s", out)
 	}
 }

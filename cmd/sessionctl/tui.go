@@ -107,7 +107,8 @@ type tuiModel struct {
 	streamAdm string
 	stream    string
 	tools     []*toolView
-	callNames map[string]string // tool_call_id -> tool name (transcript)
+	callNames map[string]string          // tool_call_id -> tool name (transcript)
+	approvals map[string]*approvalRecord // tool_call_id -> its approval, from the replayed events
 
 	prompts []rpc.Prompt
 	clar    *clarifyState
@@ -137,6 +138,7 @@ func newTUI(l *link, snap rpc.Snapshot, pid, history int) *tuiModel {
 	}
 	m.print(m.st.bold(fmt.Sprintf("attached to session %s%s", snap.SessionID, title)) +
 		m.st.dim(fmt.Sprintf(" · model %s · cwd %s · sessiond pid %d", snap.Model, snap.Cwd, pid)))
+	m.approvals = approvalsFromEvents(snap.Events)
 	m.printTranscript(snap.Messages)
 	m.adopt(snap)
 	m.connected = true
@@ -629,6 +631,7 @@ func (m *tuiModel) resumed(msg resumedMsg) tea.Cmd {
 	m.connected, m.connNote = true, ""
 	if msg.snap.SnapshotRequired {
 		m.print(m.st.yellow("! events were pruned while disconnected; here is the transcript again"))
+		m.approvals = approvalsFromEvents(msg.snap.Events)
 		m.printTranscript(msg.snap.Messages)
 	} else {
 		for _, ev := range msg.snap.Events {
@@ -789,13 +792,18 @@ func (m *tuiModel) apply(ev rpc.Event) {
 			Result     json.RawMessage `json:"result"`
 		}
 		json.Unmarshal(ev.Payload, &p)
+		live := ""
 		for i, tv := range m.tools {
 			if tv.id == p.ToolCallID {
+				live = tv.out
 				m.tools = append(m.tools[:i], m.tools[i+1:]...)
 				break
 			}
 		}
 		line, out := resultSummary(p.Name, p.OK, p.ExitCode, p.Result)
+		if out == "" {
+			out = live // e.g. interrupted: the output seen live stays on screen
+		}
 		for _, l := range tailLines(out, 5) {
 			m.print(m.st.dim("  │ ") + l)
 		}
@@ -820,11 +828,16 @@ func (m *tuiModel) apply(ev rpc.Event) {
 		m.syncClarify()
 	case "prompt.closed":
 		var p struct {
-			PromptID   string          `json:"prompt_id"`
-			Resolution string          `json:"resolution"`
-			Response   json.RawMessage `json:"response"`
+			PromptID   string            `json:"prompt_id"`
+			Resolution string            `json:"resolution"`
+			Response   json.RawMessage   `json:"response"`
+			AnsweredBy map[string]string `json:"answered_by"`
 		}
 		json.Unmarshal(ev.Payload, &p)
+		by := ""
+		if p.AnsweredBy["client"] != "" {
+			by = " (by " + p.AnsweredBy["client"] + ", connection " + p.AnsweredBy["conn"] + ")"
+		}
 		kind := "prompt"
 		for i, q := range m.prompts {
 			if q.PromptID == p.PromptID {
@@ -842,9 +855,9 @@ func (m *tuiModel) apply(ev rpc.Event) {
 			}
 			json.Unmarshal(p.Response, &r)
 			if r.Choice != "" {
-				m.print(m.st.dim("  · " + kind + ": " + r.Choice))
+				m.print(m.st.dim("  · " + kind + ": " + r.Choice + by))
 			} else if r.Answer != nil {
-				m.print(m.st.dim("  · " + kind + " answered: " + answerText(r.Answer)))
+				m.print(m.st.dim("  · " + kind + " answered: " + answerText(r.Answer) + by))
 			}
 		case "timed_out":
 			m.print(m.st.yellow("  · " + kind + " timed out (no answer counts as deny)"))
@@ -912,13 +925,21 @@ func (m *tuiModel) printTranscript(msgs []rpc.Message) {
 			}
 			for _, c := range calls {
 				m.print(m.st.yellow("⚙ "+c.Name+" ") + toolSummary(c.Name, json.RawMessage(c.Arguments)))
+				if ap := m.approvals[c.ID]; ap != nil {
+					m.print(m.st.dim("  · " + approvalLine(*ap)))
+				}
 			}
 		case "tool":
 			if !json.Valid([]byte(msg.Content)) {
 				m.print(m.st.dim("  ↳ " + oneLine(msg.Content)))
 				continue
 			}
-			line, _ := resultSummary(m.callNames[msg.ToolCallID], true, nil, json.RawMessage(msg.Content))
+			line, out := resultSummary(m.callNames[msg.ToolCallID], true, nil, json.RawMessage(msg.Content))
+			if strings.HasPrefix(line, "✗ interrupted while running") {
+				for _, l := range tailLines(out, 5) {
+					m.print(m.st.dim("  │ " + l))
+				}
+			}
 			m.print(m.st.dim("  ↳ " + line))
 		case "boundary":
 			m.print(m.st.yellow("── " + oneLine(msg.Content) + " ──"))

@@ -20,7 +20,10 @@ func (a *app) statusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the daemon's info",
-		Long:  "Connects to the daemon of the home and prints daemon.info: version, pid, URL, boot epoch, sessions and running turns.",
+		Long: `Connects to the daemon of the home and prints daemon.info: version, pid, URL,
+boot epoch, sessions and running turns; the prompts waiting for an answer; and
+each session held by an input left unknown by a crash, with the resolve
+command line that decides on it, ready to paste.`,
 		Example: `  sessionctl status
   sessionctl --home /srv/sessiond status --json
   sessionctl status >/dev/null && echo "daemon is up"`,
@@ -29,7 +32,9 @@ func (a *app) statusCommand() *cobra.Command {
 	a.addJSONFlag(cmd)
 	a.addTimeoutFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
-		c, d, err := a.connect(ctx, rpc.DialOptions{})
+		// A held session is looked up with session.resume, which
+		// subscribes the connection: drop the events.
+		c, d, err := a.connect(ctx, rpc.DialOptions{OnNotification: func(rpc.Notification) {}})
 		if err != nil {
 			return err
 		}
@@ -38,11 +43,18 @@ func (a *app) statusCommand() *cobra.Command {
 		if err := a.callOn(ctx, c, rpc.MethodDaemonInfo, nil, &info); err != nil {
 			return err
 		}
+		held := []heldSession{}
+		if info.HeldSessions > 0 {
+			if held, err = a.heldSessions(ctx, c); err != nil {
+				return err
+			}
+		}
 		if a.jsonOut {
 			return a.printJSON(struct {
 				rpc.DaemonInfo
-				URL string `json:"url"`
-			}{info, d.URL})
+				URL  string        `json:"url"`
+				Held []heldSession `json:"held"`
+			}{info, d.URL, held})
 		}
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "daemon\tsessiond %s (protocol %d)\n", info.Version, info.Protocol)
@@ -53,10 +65,13 @@ func (a *app) statusCommand() *cobra.Command {
 		fmt.Fprintf(tw, "sessions\t%d\n", info.Sessions)
 		fmt.Fprintf(tw, "running turns\t%d\n", info.RunningTurns)
 		if info.OpenPrompts > 0 {
-			fmt.Fprintf(tw, "waiting for you\t%d prompt(s): see sessionctl sessions, then sessionctl pending SESSION\n", info.OpenPrompts)
+			fmt.Fprintf(tw, "waiting for you\t%d prompt(s): see %s, then %s\n", info.OpenPrompts, a.cmdline("sessions"), a.cmdline("pending", "SESSION"))
 		}
 		if info.HeldSessions > 0 {
-			fmt.Fprintf(tw, "held\t%d session(s) behind an unknown input after a crash: see sessionctl sessions, then %s\n", info.HeldSessions, a.cmdline("resolve", "SESSION", "ADMISSION"))
+			fmt.Fprintf(tw, "held\t%d session(s) behind an input left unknown by a crash; decide on each:\n", info.HeldSessions)
+			for _, h := range held {
+				fmt.Fprintf(tw, "\t  %s\n", h.Resolve)
+			}
 		}
 		if info.Storage.CheckpointError != "" {
 			fmt.Fprintf(tw, "storage\tWARNING: %s (state.db-wal is %d bytes and grows until state.db is writable)\n", info.Storage.CheckpointError, info.Storage.WALBytes)
@@ -679,4 +694,47 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// heldSession is a session held by an unknown admission, with the command
+// that resolves it (status).
+type heldSession struct {
+	SessionID           string `json:"session_id"`
+	Title               string `json:"title"`
+	AdmissionID         string `json:"admission_id"`
+	ExecutionGeneration *int64 `json:"execution_generation"`
+	Text                string `json:"text"`
+	Resolve             string `json:"resolve"` // the sessionctl command line, as this program was run
+}
+
+// heldSessions finds the sessions an unknown admission holds (session.list
+// pages, then session.resume of each) and their first unknown admission.
+func (a *app) heldSessions(ctx context.Context, c *rpc.Client) ([]heldSession, error) {
+	held := []heldSession{}
+	cursor := ""
+	for {
+		var l rpc.SessionList
+		if err := a.callOn(ctx, c, rpc.MethodSessionList, rpc.SessionListParams{Limit: 500, Cursor: cursor}, &l); err != nil {
+			return nil, err
+		}
+		for _, s := range l.Sessions {
+			if s.UnknownCount == 0 {
+				continue
+			}
+			var snap rpc.Snapshot
+			if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: s.SessionID}, &snap); err != nil {
+				if errors.Is(err, rpc.ErrNotFound) {
+					continue // deleted meanwhile
+				}
+				return nil, err
+			}
+			if u := firstUnknown(snap.Pending); u != nil {
+				held = append(held, heldSession{SessionID: s.SessionID, Title: s.Title, AdmissionID: u.AdmissionID,
+					ExecutionGeneration: u.ExecutionGeneration, Text: u.Text, Resolve: a.cmdline("resolve", s.SessionID, u.AdmissionID)})
+			}
+		}
+		if cursor = l.NextCursor; cursor == "" {
+			return held, nil
+		}
+	}
 }

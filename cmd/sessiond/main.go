@@ -28,7 +28,8 @@ import (
 const usage = `sessiond — the sessiond daemon
 
 Usage:
-  sessiond [--home DIR] [--log-level LEVEL] [--log-format FORMAT] [--stop-timeout DURATION]
+  sessiond [--home DIR] [--listen ADDR] [--log-level LEVEL] [--log-format FORMAT]
+           [--log-file PATH] [--stop-timeout DURATION]
   sessiond --version
   sessiond classify [--home DIR] [COMMAND ...]   (see sessiond classify --help)
   sessiond schema                                (the protocol's JSON Schema, draft 2020-12)
@@ -48,7 +49,7 @@ approval, unless the config says sandbox: {mode: off}.
 
 Signals: SIGTERM or SIGINT stop gracefully (running turns settle
 interrupted, queued inputs stay queued and start after the next boot); a
-second signal exits at once. SIGKILL is a crash: the next boot marks the
+second signal exits at once. SIGHUP reopens --log-file (for logrotate). SIGKILL is a crash: the next boot marks the
 running turn unknown and holds its session until an operator resolves it.
 
 Exit codes: 0 clean stop; 1 start-up failure (bad config, home locked by
@@ -82,6 +83,8 @@ func run(args []string, stderr io.Writer) int {
 	home := fs.String("home", "", "home directory (default $SESSIOND_HOME, $XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	format := fs.String("log-format", "text", "log format: text or json")
+	logPath := fs.String("log-file", "", "append the log to this file (created 0600) instead of stderr; SIGHUP reopens it")
+	listen := fs.String("listen", "", "loopback address to serve on, e.g. 127.0.0.1:8765 (overrides config.yaml's listen; default 127.0.0.1:0, a new port each start)")
 	version := fs.Bool("version", false, "print the version and exit")
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "how long a graceful stop waits for running turns to settle")
 	fs.Usage = func() {
@@ -120,15 +123,37 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	var h slog.Handler
-	switch *format {
-	case "text":
-		h = slog.NewTextHandler(stderr, opts)
-	case "json":
-		h = slog.NewJSONHandler(stderr, opts)
-	default:
+	if *format != "text" && *format != "json" {
 		fmt.Fprintf(stderr, "sessiond: --log-format must be text or json, not %q\n", *format)
 		return 2
+	}
+	logOut := stderr
+	if *logPath != "" {
+		lf, err := openLogFile(*logPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "sessiond: %v\n", err)
+			return 1
+		}
+		defer lf.Close()
+		logOut = lf
+		hups := make(chan os.Signal, 1)
+		signal.Notify(hups, syscall.SIGHUP)
+		defer signal.Stop(hups)
+		go func() {
+			for range hups {
+				if err := lf.Reopen(); err != nil {
+					slog.Error("SIGHUP: cannot reopen the log file; logging on to the previous one", "path", *logPath, "err", err)
+				} else {
+					slog.Info("SIGHUP: log file reopened", "path", *logPath)
+				}
+			}
+		}()
+	}
+	var h slog.Handler
+	if *format == "json" {
+		h = slog.NewJSONHandler(logOut, opts)
+	} else {
+		h = slog.NewTextHandler(logOut, opts)
 	}
 	log := slog.New(h)
 	if err := harden(); err != nil {
@@ -143,7 +168,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	d, err := daemon.Start(context.Background(), daemon.Options{Home: dir, Logger: log})
+	d, err := daemon.Start(context.Background(), daemon.Options{Home: dir, Logger: log, Listen: *listen})
 	if err != nil {
 		fmt.Fprintf(stderr, "sessiond: %v\n", err)
 		return 1

@@ -1,0 +1,214 @@
+package daemon
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/sessiond/sessiond/protocol"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+)
+
+// The audit log: one INFO line per state change an operator may have to
+// account for later (docs/operations.md lists them). Lines carry
+// "audit=true" so that they can be filtered from the rest, session_id and
+// admission_id where they apply, and, for what a client asked, the
+// connection ("conn", a number unique in this process, the same on every
+// line of that connection) and the client name given in initialize
+// ("client"). Secrets (the token, API keys, model request bodies) are never
+// logged.
+
+// connSeq numbers the connections of this process.
+var connSeq atomic.Int64
+
+// Values of a connection (rpc.Conn.SetValue keys).
+const (
+	connIDKey  = "conn_id"
+	clientKey  = "client"
+	unnamedCli = "(no initialize)"
+)
+
+// audit is the logger of the audit lines.
+func (d *Daemon) audit() *slog.Logger { return d.log.With("audit", true) }
+
+// numberConn gives c its audit number; serveRPC calls it once per admitted
+// connection.
+func numberConn(c *rpc.Conn) int64 {
+	id := connSeq.Add(1)
+	c.SetValue(connIDKey, id)
+	return id
+}
+
+// connAttrs are the attributes naming who asked: the connection number
+// and the client name from initialize ("(no initialize)" when the client
+// skipped it). A nil c (the daemon itself) is "conn=daemon".
+func connAttrs(c *rpc.Conn) []any {
+	if c == nil {
+		return []any{"conn", "daemon"}
+	}
+	conn := "?"
+	if v, ok := c.Value(connIDKey); ok {
+		conn = strconv.FormatInt(v.(int64), 10)
+	}
+	client := unnamedCli
+	if v, ok := c.Value(clientKey); ok {
+		if ci, ok := v.(rpc.ClientInfo); ok && ci.Name != "" {
+			client = ci.Name
+			if ci.Version != "" {
+				client += "/" + ci.Version
+			}
+		}
+	}
+	return []any{"conn", conn, "client", client}
+}
+
+// answeredBy is the answered_by object of a prompt.closed event:
+// {conn, client}.
+func answeredBy(c *rpc.Conn) *protocol.AnsweredBy {
+	a := connAttrs(c)
+	by := &protocol.AnsweredBy{}
+	for i := 0; i+1 < len(a); i += 2 {
+		switch a[i] {
+		case "conn":
+			by.Conn, _ = a[i+1].(string)
+		case "client":
+			by.Client, _ = a[i+1].(string)
+		}
+	}
+	return by
+}
+
+// auditAnswer logs an answer to a prompt: the choice of an approval (an
+// answer to a clarification is the user's text, logged by its length
+// only), and whether it was the first.
+func (d *Daemon) auditAnswer(c *rpc.Conn, p rpc.RespondParams, kind, status string, answer []byte) {
+	attrs := append(connAttrs(c), "session_id", p.SessionID, "prompt_id", p.PromptID, "kind", kind,
+		"execution_generation", *p.ExecutionGeneration, "status", status)
+	if kind == "approval" {
+		attrs = append(attrs, "choice", p.Choice)
+	} else {
+		attrs = append(attrs, "answer_bytes", len(answer))
+	}
+	d.audit().Info("prompt answered", attrs...)
+}
+
+// observeEvent is the store's event sink: every committed durable event is
+// counted (metrics), audited when it is a transition an operator may have
+// to account for, then published to subscribers.
+func (d *Daemon) observeEvent(e store.Event) {
+	d.metrics.observe(e)
+	d.auditEvent(e)
+	d.hub.publish(e)
+}
+
+// auditEvent writes the audit line of a committed event, if it has one.
+func (d *Daemon) auditEvent(e store.Event) {
+	adm := ""
+	if e.AdmissionID != nil {
+		adm = *e.AdmissionID
+	}
+	base := []any{"session_id", e.SessionID, "admission_id", adm}
+	if e.ExecutionGeneration != nil {
+		base = append(base, "execution_generation", *e.ExecutionGeneration)
+	}
+	switch e.Type {
+	case "admission.updated":
+		var r struct {
+			Status  string  `json:"status"`
+			Outcome *string `json:"outcome"`
+			InputID string  `json:"input_id"`
+			Seq     int64   `json:"seq"`
+			Error   string  `json:"error"`
+		}
+		if json.Unmarshal(e.Payload, &r) != nil {
+			return
+		}
+		switch {
+		case r.Status == "queued":
+			d.audit().Info("admission admitted", append(base, "input_id", r.InputID, "seq", r.Seq)...)
+		case r.Status == "terminal" && r.Outcome != nil && *r.Outcome == "cancelled":
+			d.audit().Info("admission cancelled", append(base, "input_id", r.InputID)...)
+		}
+	case "turn.started":
+		d.audit().Info("admission started", base...)
+	case "turn.completed":
+		var p struct {
+			Outcome string `json:"outcome"`
+			Error   string `json:"error"`
+		}
+		json.Unmarshal(e.Payload, &p)
+		attrs := append(base, "outcome", p.Outcome)
+		if p.Error != "" {
+			attrs = append(attrs, "error", p.Error)
+		}
+		d.audit().Info("admission settled", attrs...)
+	case "tool.started":
+		var p struct {
+			ToolCallID string          `json:"tool_call_id"`
+			Name       string          `json:"name"`
+			Args       json.RawMessage `json:"args"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil || p.Name != "terminal" {
+			return
+		}
+		var args struct {
+			Command string `json:"command"`
+		}
+		var s string
+		raw := []byte(p.Args)
+		if json.Unmarshal(raw, &s) == nil {
+			raw = []byte(s)
+		}
+		json.Unmarshal(raw, &args)
+		var cwd string
+		_ = d.db.Reader().Get(&cwd, `SELECT cwd FROM sessions WHERE session_id = ?`, e.SessionID)
+		d.audit().Info("tool command started", append(base, "tool_call_id", p.ToolCallID, "command", args.Command, "cwd", cwd)...)
+	case "tool.completed":
+		o, ok := toolResult(e.Payload)
+		if !ok {
+			return
+		}
+		var p struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
+		json.Unmarshal(e.Payload, &p)
+		attrs := append(base, "tool_call_id", p.ToolCallID, "result", o.result)
+		if o.exitCode != nil {
+			attrs = append(attrs, "exit_code", *o.exitCode)
+		}
+		attrs = append(attrs, "duration_ms", o.durationMS, "bytes", o.totalBytes)
+		if o.err != "" {
+			attrs = append(attrs, "error", o.err)
+		}
+		d.audit().Info("tool command ended", attrs...)
+	case "prompt.opened":
+		var p struct {
+			Prompt rpc.Prompt `json:"prompt"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil {
+			return
+		}
+		attrs := append(base, "prompt_id", p.Prompt.PromptID, "kind", p.Prompt.Kind)
+		if p.Prompt.Kind == "approval" {
+			var a struct {
+				Command string `json:"command"`
+				Risk    string `json:"risk"`
+				Pattern string `json:"pattern"`
+			}
+			json.Unmarshal(p.Prompt.Payload, &a)
+			attrs = append(attrs, "command", a.Command, "risk", a.Risk, "pattern", a.Pattern)
+		}
+		d.audit().Info("prompt opened", attrs...)
+	case "prompt.closed":
+		var p struct {
+			PromptID   string `json:"prompt_id"`
+			Resolution string `json:"resolution"`
+		}
+		json.Unmarshal(e.Payload, &p)
+		if p.Resolution != "answered" { // answers are logged by the handler, with who answered
+			d.audit().Info("prompt closed", append(base, "prompt_id", p.PromptID, "resolution", p.Resolution)...)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
+)
+
+// The session lifecycle beyond create: session.update (rename),
+// session.delete, and approvals.revoke (docs/protocol.md section 4 and
+// Part 2 D).
+
+func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.SessionUpdateParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("session_id", p.SessionID); err != nil {
+		return nil, err
+	}
+	if p.Title == nil || strings.TrimSpace(*p.Title) == "" {
+		return nil, rpc.InvalidParams("title", "required: the new title")
+	}
+	if len(*p.Title) > 500 {
+		return nil, rpc.InvalidParams("title", "longer than 500 bytes")
+	}
+	var old string
+	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		s, err := getSession(tx, p.SessionID)
+		if err != nil {
+			return err
+		}
+		old = s.Title
+		_, err = tx.Exec(`UPDATE sessions SET title = ? WHERE session_id = ?`, *p.Title, p.SessionID)
+		return err
+	})
+	if err != nil {
+		return nil, wireErr(err)
+	}
+	d.audit().Info("session renamed", append(connAttrs(c), "session_id", p.SessionID, "old_title", old, "title", *p.Title)...)
+	return d.sessionSummary(ctx, p.SessionID)
+}
+
+// sessionSummary is the session.list row of one session.
+func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (rpc.SessionSummary, error) {
+	var r struct {
+		SessionID    string  `db:"session_id"`
+		Title        string  `db:"title"`
+		Cwd          string  `db:"cwd"`
+		CreatedAt    string  `db:"created_at"`
+		Running      *string `db:"running"`
+		PendingCount int64   `db:"pending_count"`
+		UnknownCount int64   `db:"unknown_count"`
+		OpenPrompts  int64   `db:"open_prompts"`
+	}
+	err := d.db.Get(ctx, &r, `SELECT s.session_id, s.title, s.cwd, s.created_at,
+		(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
+		(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
+		(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
+		(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
+		FROM sessions s WHERE s.session_id = ?`, sessionID)
+	if err != nil {
+		if _, gerr := getSession(d.db.Reader(), sessionID); gerr != nil {
+			return rpc.SessionSummary{}, wireErr(gerr)
+		}
+		return rpc.SessionSummary{}, wireErr(err)
+	}
+	return rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
+		Running: r.Running, PendingCount: r.PendingCount, UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts}, nil
+}
+
+func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.SessionDeleteParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("session_id", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := d.queue.DeleteSession(ctx, p.SessionID); err != nil {
+		if errors.Is(err, admission.ErrSessionNotFound) {
+			return nil, rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", p.SessionID).With("session_id", p.SessionID)
+		}
+		err = wireErr(err)
+		var re *rpc.Error
+		if errors.As(err, &re) {
+			re = re.With("session_id", p.SessionID)
+			return nil, re
+		}
+		return nil, err
+	}
+	// Nothing more will be published for it: subscribers stop waiting.
+	d.hub.dropSession(p.SessionID)
+	d.audit().Info("session deleted", append(connAttrs(c), "session_id", p.SessionID)...)
+	return rpc.SessionDeleteResult{Deleted: true}, nil
+}
+
+func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+	var p rpc.ApprovalsRevokeParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.Pattern) == "" {
+		return nil, rpc.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
+	}
+	if p.SessionID != "" {
+		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
+			return nil, wireErr(err)
+		}
+	}
+	if err := d.prompts.Revoke(ctx, p.SessionID, p.Pattern); err != nil {
+		return nil, wireErr(err)
+	}
+	scope := "always"
+	if p.SessionID != "" {
+		scope = "session"
+	}
+	d.audit().Info("approval revoked", append(connAttrs(c), "pattern", p.Pattern, "scope", scope, "session_id", p.SessionID)...)
+	return rpc.ApprovalsRevokeResult{Revoked: true}, nil
+}
+
+// dropSession forgets every subscription to sessionID (deleted).
+func (h *hub) dropSession(sessionID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, sessionID)
+}
