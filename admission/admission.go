@@ -173,7 +173,7 @@ func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 // oldest, which run first), texts cut to maxText bytes in SQL; more says
 // others exist.
 func PendingBounded(q store.Queryer, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
-	cols := strings.Replace(columns, "text,", "CAST(substr(CAST(text AS BLOB), 1, ?) AS TEXT) AS text,", 1)
+	cols := strings.Replace(columns, "text,", "coalesce(CAST(substr(CAST(text AS BLOB), 1, ?) AS TEXT), '') AS text,", 1)
 	err = q.Select(&out, `SELECT `+cols+` FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq LIMIT ?`, maxText, sessionID, limit+1)
 	if len(out) > limit {

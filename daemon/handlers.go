@@ -18,23 +18,36 @@ import (
 
 func (d *Daemon) routes() *rpc.Mux {
 	m := rpc.NewMux()
-	m.Handle(rpc.MethodInitialize, d.initialize)
+	defer func() { m.Wrap(wireHandler) }()
+	m.Handle(rpc.MethodInitialize, rpc.Typed(d.initialize))
 	m.Handle(rpc.MethodDaemonInfo, d.daemonInfo)
-	m.Handle(rpc.MethodSessionCreate, d.sessionCreate)
-	m.Handle(rpc.MethodSessionResume, d.sessionResume)
-	m.Handle(rpc.MethodSessionMessages, d.sessionMessages)
-	m.Handle(rpc.MethodSessionList, d.sessionList)
-	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(d.promptSubmit))
-	m.Handle(rpc.MethodPromptCancel, d.promptCancel)
-	m.Handle(rpc.MethodInterrupt, d.sessionInterrupt)
-	m.Handle(rpc.MethodResolveUnknown, d.resolveUnknown)
+	m.Handle(rpc.MethodSessionCreate, rpc.Typed(d.sessionCreate))
+	m.Handle(rpc.MethodSessionResume, rpc.Typed(d.sessionResume))
+	m.Handle(rpc.MethodSessionMessages, rpc.Typed(d.sessionMessages))
+	m.Handle(rpc.MethodSessionList, rpc.Typed(d.sessionList))
+	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(wireHandler(rpc.Typed(d.promptSubmit))))
+	m.Handle(rpc.MethodPromptCancel, rpc.Typed(d.promptCancel))
+	m.Handle(rpc.MethodInterrupt, rpc.Typed(d.sessionInterrupt))
+	m.Handle(rpc.MethodResolveUnknown, rpc.Typed(d.resolveUnknown))
 	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
 	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
-	m.Handle(rpc.MethodApprovalsList, d.approvalsList)
-	m.Handle(rpc.MethodSessionUpdate, d.sessionUpdate)
-	m.Handle(rpc.MethodSessionDelete, d.sessionDelete)
-	m.Handle(rpc.MethodApprovalsRevoke, d.approvalsRevoke)
+	m.Handle(rpc.MethodApprovalsList, rpc.Typed(d.approvalsList))
+	m.Handle(rpc.MethodSessionUpdate, rpc.Typed(d.sessionUpdate))
+	m.Handle(rpc.MethodSessionDelete, rpc.Typed(d.sessionDelete))
+	m.Handle(rpc.MethodApprovalsRevoke, rpc.Typed(d.approvalsRevoke))
 	return m
+}
+
+// wireHandler is the one error path of every handler: the error it
+// returns goes through wireErr.
+func wireHandler(h rpc.Handler) rpc.Handler {
+	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+		res, err := h(ctx, c, params)
+		if err != nil {
+			return nil, wireErr(err)
+		}
+		return res, nil
+	}
 }
 
 // wireErr maps errors of the rooms below to their wire reasons; rpc.Errors
@@ -87,11 +100,7 @@ func required(field, v string) error {
 	return nil
 }
 
-func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.InitializeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p rpc.InitializeParams) (any, error) {
 	if p.Protocol != nil && *p.Protocol != rpc.ProtocolVersion {
 		return nil, rpc.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", rpc.ProtocolVersion, *p.Protocol)
 	}
@@ -109,7 +118,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	if err := d.db.Get(ctx, &counts, `SELECT (SELECT count(*) FROM sessions) AS sessions,
 		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
 		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
@@ -123,11 +132,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	return info, nil
 }
 
-func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SessionCreateParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p rpc.SessionCreateParams) (any, error) {
 	if d.draining.Load() {
 		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and creates no sessions")
 	}
@@ -140,17 +145,13 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.Raw
 		return err
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	d.audit().Info("session created", append(connAttrs(c), "session_id", id, "cwd", p.Cwd, "model", p.Model, "provider", p.Provider)...)
 	return d.resume(c, id, nil)
 }
 
-func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ResumeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, p rpc.ResumeParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -168,16 +169,12 @@ func (d *Daemon) resume(c *rpc.Conn, sessionID string, afterSeq *int64) (any, er
 	snap, err := d.snapshot(sessionID, afterSeq)
 	if err != nil {
 		d.hub.unsubscribe(c, sessionID)
-		return nil, wireErr(err)
+		return nil, err
 	}
 	return rpc.AfterReply(snap, func() { release(snap.LastSeq) }), nil
 }
 
-func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SessionListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionListParams) (any, error) {
 	if p.Limit < 0 {
 		return nil, rpc.InvalidParams("limit", "must be positive")
 	}
@@ -214,7 +211,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 			FROM sessions s `+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	out := rpc.SessionList{Sessions: []rpc.SessionSummary{}}
 	for i, r := range rows {
@@ -230,11 +227,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 	return out, nil
 }
 
-func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SubmitParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p rpc.SubmitParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -262,7 +255,7 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawM
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
 		Text: p.Text, Attachments: p.Attachments}, d.sched.AtCapacity)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	if !rec.Duplicate {
 		d.sched.Wake(p.SessionID)
@@ -286,32 +279,24 @@ func canonicalArray(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.AdmissionRef
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p rpc.AdmissionRef) (any, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
 		return nil, err
 	}
 	a, err := d.queue.Cancel(ctx, p.SessionID, p.AdmissionID)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	return receiptToWire(a.Receipt()), nil
 }
 
-func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.InterruptParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.InterruptParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
 	s, err := getSession(d.db.Reader(), p.SessionID)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	if p.ExecutionGeneration != nil && *p.ExecutionGeneration != s.ExecutionGeneration {
 		return nil, rpc.Errorf(rpc.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
@@ -323,7 +308,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.
 	}
 	a, ok, err := d.sched.Interrupt(ctx, p.SessionID, gen)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	if !ok {
 		return rpc.InterruptResult{}, nil
@@ -332,11 +317,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.
 	return rpc.InterruptResult{Interrupted: &id}, nil
 }
 
-func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ResolveUnknownParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, p rpc.ResolveUnknownParams) (any, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
 		return nil, err
 	}
@@ -345,7 +326,7 @@ func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.Ra
 	}
 	a, err := d.queue.ResolveUnknown(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, d.closePrompts)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	// The operator's decision, for whoever is on call next.
 	d.audit().Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
@@ -361,11 +342,7 @@ func (d *Daemon) closePrompts(tx *store.Tx, a admission.Admission, resolution st
 }
 
 func (d *Daemon) respond(kind string) rpc.Handler {
-	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-		var p rpc.RespondParams
-		if err := rpc.Decode(params, &p); err != nil {
-			return nil, err
-		}
+	return rpc.Typed(func(ctx context.Context, c *rpc.Conn, p rpc.RespondParams) (any, error) {
 		if err := errors.Join(required("session_id", p.SessionID), required("prompt_id", p.PromptID)); err != nil {
 			return nil, err
 		}
@@ -394,11 +371,11 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
 			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer, AnsweredBy: answeredBy(c)})
 		if err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 		d.auditAnswer(c, p, kind, status, answer)
 		return rpc.RespondResult{Status: rpc.RespondStatus(status), PromptID: p.PromptID}, nil
-	}
+	})
 }
 
 // clarifyAnswer decodes a clarify answer: a string, or a list of strings
@@ -420,14 +397,10 @@ func clarifyAnswer(raw json.RawMessage) (any, bool) {
 	return out, true
 }
 
-func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ApprovalsListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p rpc.ApprovalsListParams) (any, error) {
 	always, err := d.prompts.AlwaysAllowed(ctx)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	out := rpc.ApprovalsList{Always: make([]rpc.AllowRule, 0, len(always))}
 	for _, r := range always {
@@ -435,11 +408,11 @@ func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, params json.Raw
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 		rs, err := d.prompts.SessionAllowed(ctx, p.SessionID)
 		if err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 		out.Session = make([]rpc.AllowRule, 0, len(rs))
 		for _, r := range rs {

@@ -322,11 +322,7 @@ func pageWire(p store.Page) []protocol.Message {
 // sessionMessages is session.messages: a page of older messages than
 // before_id (the newest when omitted), oldest first, bounded like a
 // snapshot but with fields up to MaxSnapshotBytes.
-func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.MessagesParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p rpc.MessagesParams) (any, error) {
 	limit := p.Limit
 	if limit == 0 {
 		limit = protocol.DefaultMessagesLimit
@@ -349,7 +345,7 @@ func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, params json.R
 		return nil
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	return out, nil
 }

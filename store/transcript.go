@@ -174,7 +174,7 @@ func TranscriptPage(q RowQueryer, sessionID string, before int64, limit, maxByte
 		before = math.MaxInt64
 	}
 	rows, err := q.Queryx(`SELECT id, session_id, admission_id, role,
-		CAST(substr(CAST(content AS BLOB), 1, ?1) AS TEXT) AS content, length(CAST(content AS BLOB)) AS content_len,
+		coalesce(CAST(substr(CAST(content AS BLOB), 1, ?1) AS TEXT), '') AS content, length(CAST(content AS BLOB)) AS content_len,
 		CAST(substr(CAST(tool_calls AS BLOB), 1, ?1) AS TEXT) AS tool_calls, length(CAST(tool_calls AS BLOB)) AS calls_len,
 		tool_call_id, kind, created_at
 		FROM messages WHERE session_id = ?2 AND id < ?3 ORDER BY id DESC LIMIT ?4`, maxField, sessionID, before, limit+1)
