@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -355,7 +356,7 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			if !prompts.ValidChoice(string(p.Choice)) {
 				return nil, rpc.InvalidParams("choice", "must be once, session, always or deny")
 			}
-			answer, _ = json.Marshal(map[string]string{"choice": string(p.Choice)})
+			answer, _ = json.Marshal(protocol.ApprovalResponse{Choice: p.Choice})
 		default:
 			// A null answer is no answer: it would resolve the prompt
 			// with an empty reply the user never gave.
@@ -366,7 +367,7 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			if !ok {
 				return nil, rpc.InvalidParams("answer", "must be a string or a list of strings")
 			}
-			answer, _ = json.Marshal(map[string]any{"answer": a})
+			answer, _ = json.Marshal(protocol.ClarifyResponse{Answer: a})
 		}
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
 			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer, AnsweredBy: answeredBy(c)})

@@ -183,3 +183,15 @@ type ClarifyQuestion struct {
 	Choices     []string `json:"choices,omitempty"`
 	MultiSelect bool     `json:"multi_select,omitempty"`
 }
+
+// ApprovalResponse is the response of an answered approval prompt
+// (prompt.closed's response).
+type ApprovalResponse struct {
+	Choice Choice `json:"choice"`
+}
+
+// ClarifyResponse is the response of an answered clarify prompt: Answer is
+// a string, or a list of strings for a multi-select question.
+type ClarifyResponse struct {
+	Answer any `json:"answer"`
+}
