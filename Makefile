@@ -13,7 +13,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
 
-.PHONY: help build run fake-model test test-acp test-short bench load lint fmt clean install uninstall
+.PHONY: help build run fake-model test test-acp test-ts test-short bench load lint fmt clean install uninstall
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,9 +28,10 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: ## Run every test, journeys included, under the race detector, then the ACP editor test (Node); a few minutes on 2 cores.
+test: ## Run every test, journeys included, under the race detector, then the Node tests (ACP editor, TypeScript client); a few minutes on 2 cores.
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) test-acp
+	$(MAKE) test-ts
 
 # The ACP bridge played by an editor on the official @agentclientprotocol/sdk
 # (test/acp; needs Node 20+ and npm). It runs the binaries of bin/, the
@@ -40,6 +41,11 @@ test-acp: build ## Run the Node test of `sessionctl acp` (npm ci on first use).
 	@[ -d test/acp/node_modules/@agentclientprotocol/sdk ] || (cd test/acp && npm ci --no-audit --no-fund)
 	$(GO) build -race -ldflags '$(LDFLAGS)' -o $(BIN)/race/ ./cmd/sessionctl
 	cd test/acp && ACP_SESSIONCTL=$(CURDIR)/$(BIN)/race/sessionctl node --test
+
+test-ts: build ## Run the Node tests of the TypeScript client @sessiond/client against bin/sessiond (npm ci on first use).
+	@command -v node >/dev/null || { echo "make test-ts needs Node.js 20+ (apt-get install nodejs npm)"; exit 1; }
+	@[ -d clients/typescript/node_modules ] || (cd clients/typescript && npm ci --no-audit --no-fund)
+	cd clients/typescript && npm test
 
 test-short: ## Run every test without the race detector (faster; before a commit, run make test).
 	$(GO) test -count=1 -timeout 15m ./...

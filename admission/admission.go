@@ -9,48 +9,52 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
 // Status is where an admission stands in its session's FIFO. The same
 // values are enforced by the CHECK constraint of session_admissions.status.
-type Status string
+type Status = protocol.AdmissionStatus
 
+// The statuses (protocol.AdmissionStatus).
 const (
 	// StatusQueued: committed and waiting. Moved on by the Scheduler's
 	// claim (→ started) or by Cancel (→ terminal/cancelled).
-	StatusQueued Status = "queued"
+	StatusQueued = protocol.StatusQueued
 	// StatusStarted: its turn runs in this daemon (owner_epoch). Moved on by
 	// Settle when the turn ends (→ terminal with any outcome but cancelled),
 	// or by Recover at the next boot when its daemon died (→ unknown).
-	StatusStarted Status = "started"
+	StatusStarted = protocol.StatusStarted
 	// StatusUnknown: it was started when an earlier daemon died, so its
 	// effects are uncertain; it holds its session's FIFO. Moved on only by
 	// ResolveUnknown, the operator's decision (→ terminal/interrupted).
-	StatusUnknown Status = "unknown"
+	StatusUnknown = protocol.StatusUnknown
 	// StatusTerminal: settled with an Outcome. Never moves again.
-	StatusTerminal Status = "terminal"
+	StatusTerminal = protocol.StatusTerminal
 )
 
 // Outcome is how a terminal admission ended; set exactly when the status is
 // terminal (a CHECK constraint enforces it).
-type Outcome string
+type Outcome = protocol.Outcome
 
+// The outcomes (protocol.Outcome).
 const (
-	OutcomeCompleted   Outcome = "completed"   // the turn ran to its final answer
-	OutcomeInterrupted Outcome = "interrupted" // session.interrupt, graceful stop, or resolve_unknown
-	OutcomeFailed      Outcome = "failed"      // the model or the turn failed; see Admission.Error
-	OutcomeCancelled   Outcome = "cancelled"   // prompt.cancel while queued
+	OutcomeCompleted   = protocol.OutcomeCompleted
+	OutcomeInterrupted = protocol.OutcomeInterrupted
+	OutcomeFailed      = protocol.OutcomeFailed
+	OutcomeCancelled   = protocol.OutcomeCancelled
 )
 
-// Waiting reasons of a queued receipt (PROTOCOL.md section 4).
+// Waiting reasons of a queued receipt (protocol.WaitReason).
 const (
-	WaitBusy     = "busy"     // its session runs a turn, or earlier inputs wait
-	WaitCapacity = "capacity" // the daemon-wide limit of concurrent turns is reached
-	WaitUnknown  = "unknown"  // an unknown admission holds the session's FIFO
+	WaitBusy     = protocol.WaitBusy
+	WaitCapacity = protocol.WaitCapacity
+	WaitUnknown  = protocol.WaitUnknown
 )
 
 // Errors. Each maps to one wire reason in the daemon.
@@ -97,30 +101,14 @@ const columns = `admission_id, target_session_id, request_id, seq, status, outco
 
 // Receipt is the wire shape of an admission (PROTOCOL.md section 4); it is
 // also the payload of admission.updated events.
-type Receipt struct {
-	AdmissionID         string  `json:"admission_id"`
-	SessionID           string  `json:"session_id"`
-	InputID             string  `json:"input_id"`
-	Seq                 int64   `json:"seq"`
-	Status              Status  `json:"status"`
-	Outcome             *string `json:"outcome"`
-	ExecutionGeneration *int64  `json:"execution_generation"`
-	Reason              string  `json:"reason,omitempty"`
-	Error               string  `json:"error,omitempty"`
-	Duplicate           bool    `json:"duplicate"`
-	Text                string  `json:"text,omitempty"`
-	CreatedAt           string  `json:"created_at,omitempty"`
-	// Sender and ResolvedBy: the row's JSON as stored, nil when NULL.
-	Sender     json.RawMessage `json:"sender,omitempty"`
-	ResolvedBy json.RawMessage `json:"resolved_by,omitempty"`
-}
+type Receipt = protocol.Receipt
 
 // Receipt converts a row to its wire shape, without Text.
 func (a Admission) Receipt() Receipt {
 	r := Receipt{AdmissionID: a.AdmissionID, SessionID: a.SessionID, InputID: a.InputID, Seq: a.Seq,
 		Status: a.Status, Error: a.Error.String, CreatedAt: a.CreatedAt}
 	if a.Outcome.Valid {
-		o := a.Outcome.String
+		o := Outcome(a.Outcome.String)
 		r.Outcome = &o
 	}
 	if a.ExecutionGeneration.Valid {
@@ -128,10 +116,10 @@ func (a Admission) Receipt() Receipt {
 		r.ExecutionGeneration = &g
 	}
 	if a.Sender.Valid {
-		r.Sender = json.RawMessage(a.Sender.String)
+		r.Sender = protocol.DecodeSender([]byte(a.Sender.String))
 	}
 	if a.ResolvedBy.Valid {
-		r.ResolvedBy = json.RawMessage(a.ResolvedBy.String)
+		r.ResolvedBy = protocol.DecodeSender([]byte(a.ResolvedBy.String))
 	}
 	return r
 }
@@ -190,6 +178,22 @@ func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 	err := q.Select(&out, `SELECT `+columns+` FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq`, sessionID)
 	return out, store.Classify(err)
+}
+
+// PendingBounded is Pending for snapshots: at most limit admissions (the
+// oldest, which run first), texts cut to maxText bytes in SQL; more says
+// others exist.
+func PendingBounded(q store.Queryer, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
+	cols := strings.Replace(columns, "text,", "coalesce(CAST(substr(CAST(text AS BLOB), 1, ?) AS TEXT), '') AS text,", 1)
+	err = q.Select(&out, `SELECT `+cols+` FROM session_admissions
+		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq LIMIT ?`, maxText, sessionID, limit+1)
+	if len(out) > limit {
+		out, more = out[:limit], true
+	}
+	for i := range out {
+		out[i].Text = strings.ToValidUTF8(out[i].Text, "")
+	}
+	return out, more, store.Classify(err)
 }
 
 // AdmitRequest is what prompt.submit asks to admit.
@@ -272,7 +276,7 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		// a queued input before it starts.
 		ev := rec
 		ev.Text = a.Text
-		_, err = tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, 0, ev)
+		_, err = tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, 0, ev)
 		return err
 	})
 	return rec, store.Classify(err)
@@ -294,7 +298,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // waitReason says why the queued admission a waits, from the store's view of
 // its session and the scheduler's capacity.
-func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (string, error) {
+func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (protocol.WaitReason, error) {
 	// Three index seeks on session_admissions_open, whatever the queue length.
 	var ahead struct {
 		Unknown bool `db:"unknown"`
@@ -324,7 +328,7 @@ func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (string, e
 // WaitReasons annotates queued receipts of one session, in seq order, with
 // why they wait (see waitReason), without touching the store.
 func WaitReasons(pending []Receipt, atCapacity bool) {
-	blocked := ""
+	var blocked protocol.WaitReason
 	for i := range pending {
 		switch pending[i].Status {
 		case StatusUnknown:
@@ -408,14 +412,14 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, store.RoleUser, a.Text, nil, "", ""); err != nil {
 			return err
 		}
-		if _, err := tx.AppendEvent(sessionID, "admission.updated", a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
+		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
 			return err
 		}
-		started := map[string]any{"input_id": a.InputID, "text": a.Text}
+		started := protocol.TurnStartedPayload{InputID: a.InputID, Text: a.Text}
 		if a.Sender.Valid {
-			started["sender"] = json.RawMessage(a.Sender.String)
+			started.Sender = protocol.DecodeSender([]byte(a.Sender.String))
 		}
-		_, err = tx.AppendEvent(sessionID, "turn.started", a.AdmissionID, a.Generation(), started)
+		_, err = tx.AppendEvent(sessionID, protocol.EventTurnStarted, a.AdmissionID, a.Generation(), started)
 		return err
 	})
 	return a, store.Classify(err)
@@ -467,14 +471,11 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 				return err
 			}
 		}
-		if _, err := tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, a.Generation(), out.Receipt()); err != nil {
+		if _, err := tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), out.Receipt()); err != nil {
 			return err
 		}
-		payload := map[string]any{"outcome": outcome}
-		if errText != "" {
-			payload["error"] = errText
-		}
-		_, err = tx.AppendEvent(a.SessionID, "turn.completed", a.AdmissionID, a.Generation(), payload)
+		payload := protocol.TurnCompletedPayload{Outcome: outcome, Error: errText}
+		_, err = tx.AppendEvent(a.SessionID, protocol.EventTurnCompleted, a.AdmissionID, a.Generation(), payload)
 		return err
 	})
 	return out, store.Classify(err)
@@ -523,7 +524,7 @@ func (q *Queue) Cancel(ctx context.Context, sessionID, admissionID string) (Admi
 		if out, err = transition(tx, sessionID, admissionID, StatusQueued, 0, OutcomeCancelled, ""); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(sessionID, "admission.updated", admissionID, 0, out.Receipt())
+		_, err = tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, admissionID, 0, out.Receipt())
 		return err
 	})
 	return out, store.Classify(err)
@@ -567,10 +568,10 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 			"[turn lost: the daemon stopped while it ran; an operator resolved it without re-running]"); err != nil {
 			return err
 		}
-		if _, err := tx.AppendEvent(sessionID, "admission.updated", admissionID, gen, out.Receipt()); err != nil {
+		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, admissionID, gen, out.Receipt()); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(sessionID, "turn.completed", admissionID, gen, map[string]any{"outcome": OutcomeInterrupted, "error": "resolved by operator after a crash"})
+		_, err = tx.AppendEvent(sessionID, protocol.EventTurnCompleted, admissionID, gen, protocol.TurnCompletedPayload{Outcome: OutcomeInterrupted, Error: "resolved by operator after a crash"})
 		return err
 	})
 	return out, store.Classify(err)
@@ -600,7 +601,7 @@ func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (Rec
 			return err
 		}
 		for _, a := range res.Unknown {
-			if _, err := tx.AppendEvent(a.SessionID, "admission.updated", a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
+			if _, err := tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
 				return err
 			}
 		}

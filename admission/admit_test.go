@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -214,7 +215,7 @@ func TestAdmitWaitReasons(t *testing.T) {
 		}
 		return rec
 	}
-	expect := func(what string, rec admission.Receipt, want string) {
+	expect := func(what string, rec admission.Receipt, want protocol.WaitReason) {
 		t.Helper()
 		if rec.Reason != want {
 			t.Errorf("%s: reason %q, want %q", what, rec.Reason, want)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 var (
@@ -72,7 +73,7 @@ func (m *model) expectErr(err, want error) {
 func (m *model) pick(n int) int { return m.r.IntN(n) }
 
 // waitReason is the documented rule for a queued receipt's reason.
-func (s *mSess) waitReason(a *mAdm, atCap bool) string {
+func (s *mSess) waitReason(a *mAdm, atCap bool) protocol.WaitReason {
 	var unknown, started, ahead bool
 	for _, b := range s.adms {
 		if b.seq >= a.seq || b.status == admission.StatusTerminal {
@@ -332,7 +333,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		case err != nil:
 			m.fatalf("duplicate Admit: %v", err)
 		default:
-			want := ""
+			var want protocol.WaitReason
 			if a.status == admission.StatusQueued {
 				want = s.waitReason(a, atCap)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -21,7 +22,7 @@ func TestRetentionKeepsToolRunningOfOpenAdmissions(t *testing.T) {
 	e.session("s")
 	rec := e.admit("s", "a", "run the long job")
 	a := e.claim("s")
-	appendEvents := func(typ string, n int) {
+	appendEvents := func(typ protocol.EventType, n int) {
 		t.Helper()
 		check(t, e.db.InTx(ctx, func(tx *store.Tx) error {
 			for i := 0; i < n; i++ {

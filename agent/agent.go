@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/tools"
 	"github.com/sessiond/sessiond/tools/risk"
@@ -87,7 +88,7 @@ type Journal interface {
 	ToolCompleted(ctx context.Context, t Turn, ev ToolEvent) error
 	// Delta emits an ephemeral (not stored) event: message.delta {text} or
 	// tool.output {tool_call_id, text}.
-	Delta(t Turn, typ string, payload any)
+	Delta(t Turn, typ protocol.EventType, payload any)
 }
 
 // ErrNotLive is returned by a Journal when the turn was fenced.
@@ -193,7 +194,7 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 		}
 		req := model.Request{Model: s.Model, Messages: msgs, Tools: defs}
 		resp, err := m.Stream(ctx, req, func(text string) {
-			r.Journal.Delta(t, "message.delta", map[string]string{"text": text})
+			r.Journal.Delta(t, protocol.EventMessageDelta, protocol.MessageDeltaPayload{Text: text})
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -343,13 +344,13 @@ func isUnanalysable(pattern string) bool { return risk.Unanalysable(pattern) }
 
 // ApprovalChoices are offered with every approval prompt but an
 // escalation's.
-var ApprovalChoices = []string{prompts.ChoiceOnce, prompts.ChoiceSession, prompts.ChoiceAlways, prompts.ChoiceDeny}
+var ApprovalChoices = protocol.Choices
 
 // EscalationChoices are offered with an escalation's approval prompt: a run
 // outside the sandbox is approved for that one run only, since the same
 // command text can run something else next time (a script the model edited
 // inside the sandbox meanwhile).
-var EscalationChoices = []string{prompts.ChoiceOnce, prompts.ChoiceDeny}
+var EscalationChoices = []protocol.Choice{protocol.ChoiceOnce, protocol.ChoiceDeny}
 
 // SandboxedPrefix qualifies a remembered pattern approved for a command
 // that ran confined in the sandbox: it satisfies only later sandboxed runs,
@@ -432,12 +433,11 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		if reason == "" {
 			reason = "approvals.mode is strict: every command needs approval"
 		}
-		payload := map[string]any{"tool_call_id": c.ID, "command": args.Command, "cwd": s.Cwd, "risk": cls.Risk,
-			"reason": reason, "pattern": pattern, "choices": choices,
-			"sandbox": sandboxPayload(s, confined)}
+		payload := protocol.ApprovalPayload{ToolCallID: c.ID, Command: args.Command, Cwd: s.Cwd, Risk: protocol.Risk(cls.Risk),
+			Reason: reason, Pattern: pattern, Choices: choices, Sandbox: sandboxPayload(s, confined)}
 		if escalated {
-			payload["sandbox_permissions"] = tools.SandboxEscalated
-			payload["justification"] = args.Justification
+			payload.SandboxPermissions = tools.SandboxEscalated
+			payload.Justification = args.Justification
 		}
 		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
 			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: payload})
@@ -489,7 +489,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			return nil
 		},
 		OnOutput: func(chunk string) {
-			r.Journal.Delta(t, "tool.output", map[string]string{"tool_call_id": c.ID, "text": chunk})
+			r.Journal.Delta(t, protocol.EventToolOutput, protocol.ToolOutputPayload{ToolCallID: c.ID, Text: chunk})
 		}})
 	if ctx.Err() != nil && ev.Ran {
 		ev.OK = false
@@ -515,17 +515,15 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 // sandboxPayload is an approval prompt's "sandbox" member: the session's
 // sandbox (mode, network, writable_roots) and whether this command would
 // run in it (confined) or unsandboxed.
-func sandboxPayload(s Session, confined bool) map[string]any {
-	p := map[string]any{"mode": string(sandbox.ModeOff), "network": true, "writable_roots": []string{}, "unsandboxed": !confined}
+func sandboxPayload(s Session, confined bool) protocol.ApprovalSandbox {
+	p := protocol.ApprovalSandbox{Mode: string(sandbox.ModeOff), Network: true, WritableRoots: []string{}, Unsandboxed: !confined,
+		Unavailable: s.SandboxUnavailable}
 	if s.Sandbox != nil {
 		roots := s.Sandbox.Policy.WritableRoots
 		if roots == nil {
 			roots = []string{}
 		}
-		p["mode"], p["network"], p["writable_roots"] = string(s.Sandbox.Policy.Mode), s.Sandbox.Policy.Network, roots
-	}
-	if s.SandboxUnavailable != "" {
-		p["unavailable"] = s.SandboxUnavailable
+		p.Mode, p.Network, p.WritableRoots = string(s.Sandbox.Policy.Mode), s.Sandbox.Policy.Network, roots
 	}
 	return p
 }
@@ -538,7 +536,7 @@ func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.Too
 	}
 	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
 		Kind: prompts.KindClarify, Timeout: r.Config.ClarifyTimeout,
-		Payload: map[string]any{"tool_call_id": c.ID, "questions": qs}})
+		Payload: protocol.ClarifyPayload{ToolCallID: c.ID, Questions: clarifyQuestions(qs)}})
 	if err != nil || ctx.Err() != nil {
 		errorResult(ev, "no answer: %v", err)
 		return
@@ -578,4 +576,13 @@ func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.Too
 	}
 	ev.OK = true
 	ev.Result = resultJSON(result)
+}
+
+// clarifyQuestions converts parsed questions to their wire shape.
+func clarifyQuestions(qs []tools.ClarifyQuestion) []protocol.ClarifyQuestion {
+	out := make([]protocol.ClarifyQuestion, len(qs))
+	for i, q := range qs {
+		out[i] = protocol.ClarifyQuestion{ID: q.ID, Question: q.Question, Choices: q.Choices, MultiSelect: q.MultiSelect}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/tools"
 )
 
@@ -115,11 +116,11 @@ func (j *fakeJournal) ToolCompleted(ctx context.Context, t Turn, ev ToolEvent) e
 	return nil
 }
 
-func (j *fakeJournal) Delta(t Turn, typ string, payload any) {
+func (j *fakeJournal) Delta(t Turn, typ protocol.EventType, payload any) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	b, _ := json.Marshal(payload)
-	j.deltas = append(j.deltas, typ+" "+string(b))
+	j.deltas = append(j.deltas, string(typ)+" "+string(b))
 }
 
 func (j *fakeJournal) results() []ToolEvent {
@@ -320,7 +321,7 @@ func TestRunToolLoopThreeIterations(t *testing.T) {
 	if !slices.Contains(h.j.deltas, `message.delta {"text":"all done"}`) {
 		t.Fatalf("deltas = %v", h.j.deltas)
 	}
-	if !slices.Contains(h.j.deltas, `tool.output {"text":"one\n","tool_call_id":"c1"}`) {
+	if !slices.Contains(h.j.deltas, `tool.output {"tool_call_id":"c1","text":"one\n"}`) {
 		t.Fatalf("deltas = %v", h.j.deltas)
 	}
 	if len(h.p.asked()) != 0 {
@@ -432,17 +433,17 @@ func TestRunApprovalModes(t *testing.T) {
 			wantCompleted(t, h.run(t))
 			var asked, patterns []string
 			for _, a := range h.p.asked() {
-				p := a.Payload.(map[string]any)
-				asked = append(asked, p["command"].(string))
-				patterns = append(patterns, p["pattern"].(string))
+				p := a.Payload.(protocol.ApprovalPayload)
+				asked = append(asked, p.Command)
+				patterns = append(patterns, p.Pattern)
 				if a.Kind != prompts.KindApproval || a.SessionID != "ses_1" || a.AdmissionID != "adm_1" || a.Generation != 7 || a.Timeout != time.Minute {
 					t.Fatalf("ask = %+v", a)
 				}
-				if p["cwd"] != h.cwd || p["reason"] == "" || !slices.Equal(p["choices"].([]string), []string{"once", "session", "always", "deny"}) {
-					t.Fatalf("payload = %v", p)
+				if p.Cwd != h.cwd || p.Reason == "" || !slices.Equal(p.Choices, []protocol.Choice{"once", "session", "always", "deny"}) {
+					t.Fatalf("payload = %+v", p)
 				}
-				if p["tool_call_id"] != map[string]string{safe: "c1", danger: "c2"}[p["command"].(string)] {
-					t.Fatalf("payload tool_call_id = %v", p["tool_call_id"])
+				if p.ToolCallID != map[string]string{safe: "c1", danger: "c2"}[p.Command] {
+					t.Fatalf("payload tool_call_id = %v", p.ToolCallID)
 				}
 			}
 			if !slices.Equal(asked, tc.asked) || !slices.Equal(patterns, tc.patterns) {

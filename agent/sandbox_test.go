@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/tools"
 )
@@ -44,11 +45,10 @@ func TestEscalationAlwaysAsks(t *testing.T) {
 	if len(asks) != 1 {
 		t.Fatalf("%d prompts, want 1", len(asks))
 	}
-	pl := asks[0].Payload.(map[string]any)
-	sb := pl["sandbox"].(map[string]any)
-	if pl["pattern"] != "" || !slices.Equal(pl["choices"].([]string), []string{"once", "deny"}) || pl["justification"] != "needs to write the report" ||
-		sb["unsandboxed"] != true || !strings.Contains(pl["reason"].(string), "OUTSIDE the sandbox") {
-		t.Fatalf("payload = %v", pl)
+	pl := asks[0].Payload.(protocol.ApprovalPayload)
+	if pl.Pattern != "" || !slices.Equal(pl.Choices, []protocol.Choice{protocol.ChoiceOnce, protocol.ChoiceDeny}) || pl.Justification != "needs to write the report" ||
+		!pl.Sandbox.Unsandboxed || !strings.Contains(pl.Reason, "OUTSIDE the sandbox") {
+		t.Fatalf("payload = %+v", pl)
 	}
 	if _, err := os.Stat(outside); err == nil {
 		t.Fatal("a denied escalated command ran")
@@ -73,9 +73,9 @@ func TestSandboxUnavailableAsksForEverything(t *testing.T) {
 	if len(asks) != 1 {
 		t.Fatalf("%d prompts, want 1", len(asks))
 	}
-	pl := asks[0].Payload.(map[string]any)
-	if sb := pl["sandbox"].(map[string]any); sb["unsandboxed"] != true || sb["unavailable"] != "Landlock ABI 3 is too old" {
-		t.Fatalf("payload = %v", pl)
+	pl := asks[0].Payload.(protocol.ApprovalPayload)
+	if sb := pl.Sandbox; !sb.Unsandboxed || sb.Unavailable != "Landlock ABI 3 is too old" {
+		t.Fatalf("payload = %+v", pl)
 	}
 	// The same session with a working sandbox runs a safe command unasked,
 	// confined.
@@ -128,7 +128,7 @@ func TestSandboxedApprovalScopedToSandbox(t *testing.T) {
 	if len(asks) != 1 {
 		t.Fatalf("%d prompts, want 1", len(asks))
 	}
-	remembered := asks[0].Payload.(map[string]any)["pattern"].(string)
+	remembered := asks[0].Payload.(protocol.ApprovalPayload).Pattern
 	if remembered != SandboxedPrefix+"rm-recursive" {
 		t.Fatalf("a confined run's pattern is %q, want %q", remembered, SandboxedPrefix+"rm-recursive")
 	}
@@ -144,7 +144,7 @@ func TestSandboxedApprovalScopedToSandbox(t *testing.T) {
 	h = newHarness(t, "manual", rm(), says("ok"))
 	h.p.allowed = map[string]bool{remembered: true}
 	wantCompleted(t, h.runSandboxed(t, "Landlock ABI 3 is too old"))
-	if asks := h.p.asked(); len(asks) != 1 || asks[0].Payload.(map[string]any)["pattern"] != "rm-recursive" {
+	if asks := h.p.asked(); len(asks) != 1 || asks[0].Payload.(protocol.ApprovalPayload).Pattern != "rm-recursive" {
 		t.Fatalf("sandbox unavailable, sandboxed approval remembered: prompts %v, want 1 with pattern rm-recursive", asks)
 	}
 	// 4. Sandbox mode off: unsandboxed, asks again.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -70,21 +71,20 @@ func connAttrs(c *rpc.Conn) []any {
 // {conn, client, id, label?, version?}: the connection and client name as
 // before, plus the sender (pair.go): id "owner" or the paired client_id,
 // its label, and the client version.
-func answeredBy(c *rpc.Conn) map[string]string {
+func answeredBy(c *rpc.Conn) *protocol.AnsweredBy {
 	a := connAttrs(c)
-	by := map[string]string{}
+	by := &protocol.AnsweredBy{}
 	for i := 0; i+1 < len(a); i += 2 {
-		by[a[i].(string)] = a[i+1].(string)
+		switch a[i] {
+		case "conn":
+			by.Conn, _ = a[i+1].(string)
+		case "client":
+			by.Client, _ = a[i+1].(string)
+		}
 	}
-	delete(by, "paired_client") // said by id below
+	// paired_client is said by ID below.
 	s := sender(c)
-	by["id"] = s.ID
-	if s.Label != "" {
-		by["label"] = s.Label
-	}
-	if s.Version != "" {
-		by["version"] = s.Version
-	}
+	by.ID, by.Label, by.Version = s.ID, s.Label, s.Version
 	return by
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -102,10 +103,7 @@ func (h *hub) drain(c *rpc.Conn, sub *subscription, b *outputBacklog) {
 // sendText sends one tool.output frame for b; omitted > 0 marks the
 // marker frame (payload omitted_bytes).
 func (h *hub) sendText(c *rpc.Conn, b *outputBacklog, text string, omitted int64) bool {
-	payload := map[string]any{"tool_call_id": b.callID, "text": text}
-	if omitted > 0 {
-		payload["omitted_bytes"] = omitted
-	}
+	payload := protocol.ToolOutputPayload{ToolCallID: b.callID, Text: text, OmittedBytes: omitted}
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return false

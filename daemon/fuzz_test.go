@@ -43,6 +43,7 @@ var fuzzMethods = []string{
 	rpc.MethodPairingCode,
 	rpc.MethodClientsList,
 	rpc.MethodClientsRevoke,
+	rpc.MethodSessionMessages,
 }
 
 // fuzzEnv is one in-process daemon per fuzz worker with a live session, a
@@ -102,8 +103,7 @@ func startFuzzEnv(tb testing.TB) *fuzzEnv {
 		tb.Fatal(err)
 	}
 	submit := func(input, text string) rpc.Receipt {
-		b, _ := json.Marshal(map[string]string{"session_id": sid, "input_id": input, "text": text})
-		res, err := d.promptSubmit(context.Background(), env.conn, b)
+		res, err := d.promptSubmit(context.Background(), env.conn, rpc.SubmitParams{SessionID: sid, InputID: input, Text: text})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -12,27 +12,30 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
 
 func (d *Daemon) routes() *rpc.Mux {
 	m := &guardedMux{rpc.NewMux()}
-	m.Handle(rpc.MethodInitialize, d.initialize)
+	defer func() { m.Wrap(wireHandler) }()
+	m.Handle(rpc.MethodInitialize, rpc.Typed(d.initialize))
 	m.Handle(rpc.MethodDaemonInfo, d.daemonInfo)
-	m.Handle(rpc.MethodSessionCreate, d.sessionCreate)
-	m.Handle(rpc.MethodSessionResume, d.sessionResume)
-	m.Handle(rpc.MethodSessionList, d.sessionList)
-	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(d.promptSubmit))
-	m.Handle(rpc.MethodPromptCancel, d.promptCancel)
-	m.Handle(rpc.MethodInterrupt, d.sessionInterrupt)
-	m.Handle(rpc.MethodResolveUnknown, d.resolveUnknown)
+	m.Handle(rpc.MethodSessionCreate, rpc.Typed(d.sessionCreate))
+	m.Handle(rpc.MethodSessionResume, rpc.Typed(d.sessionResume))
+	m.Handle(rpc.MethodSessionMessages, rpc.Typed(d.sessionMessages))
+	m.Handle(rpc.MethodSessionList, rpc.Typed(d.sessionList))
+	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(wireHandler(rpc.Typed(d.promptSubmit))))
+	m.Handle(rpc.MethodPromptCancel, rpc.Typed(d.promptCancel))
+	m.Handle(rpc.MethodInterrupt, rpc.Typed(d.sessionInterrupt))
+	m.Handle(rpc.MethodResolveUnknown, rpc.Typed(d.resolveUnknown))
 	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
 	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
-	m.Handle(rpc.MethodApprovalsList, d.approvalsList)
-	m.Handle(rpc.MethodSessionUpdate, d.sessionUpdate)
-	m.Handle(rpc.MethodSessionDelete, d.sessionDelete)
-	m.Handle(rpc.MethodApprovalsRevoke, d.approvalsRevoke)
+	m.Handle(rpc.MethodApprovalsList, rpc.Typed(d.approvalsList))
+	m.Handle(rpc.MethodSessionUpdate, rpc.Typed(d.sessionUpdate))
+	m.Handle(rpc.MethodSessionDelete, rpc.Typed(d.sessionDelete))
+	m.Handle(rpc.MethodApprovalsRevoke, rpc.Typed(d.approvalsRevoke))
 	m.Handle(rpc.MethodPairingCode, d.pairingCode)
 	m.Handle(rpc.MethodClientsList, d.clientsList)
 	m.Handle(rpc.MethodClientsRevoke, d.clientsRevoke)
@@ -44,6 +47,18 @@ func (d *Daemon) routes() *rpc.Mux {
 type guardedMux struct{ *rpc.Mux }
 
 func (m *guardedMux) Handle(method string, h rpc.Handler) { m.Mux.Handle(method, guard(method, h)) }
+
+// wireHandler is the one error path of every handler: the error it
+// returns goes through wireErr.
+func wireHandler(h rpc.Handler) rpc.Handler {
+	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+		res, err := h(ctx, c, params)
+		if err != nil {
+			return nil, wireErr(err)
+		}
+		return res, nil
+	}
+}
 
 // wireErr maps errors of the rooms below to their wire reasons; rpc.Errors
 // pass through. The message keeps the detail for people.
@@ -95,11 +110,7 @@ func required(field, v string) error {
 	return nil
 }
 
-func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.InitializeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p rpc.InitializeParams) (any, error) {
 	if p.Protocol != nil && *p.Protocol != rpc.ProtocolVersion {
 		return nil, rpc.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", rpc.ProtocolVersion, *p.Protocol)
 	}
@@ -117,7 +128,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	if err := d.db.Get(ctx, &counts, `SELECT (SELECT count(*) FROM sessions) AS sessions,
 		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
 		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
@@ -131,11 +142,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	return info, nil
 }
 
-func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SessionCreateParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p rpc.SessionCreateParams) (any, error) {
 	if d.draining.Load() {
 		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and creates no sessions")
 	}
@@ -148,17 +155,13 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, params json.Raw
 		return err
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	d.audit().Info("session created", append(connAttrs(c), "session_id", id, "cwd", p.Cwd, "model", p.Model, "provider", p.Provider)...)
 	return d.resume(c, id, nil)
 }
 
-func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ResumeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, p rpc.ResumeParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -176,16 +179,12 @@ func (d *Daemon) resume(c *rpc.Conn, sessionID string, afterSeq *int64) (any, er
 	snap, err := d.snapshot(sessionID, afterSeq)
 	if err != nil {
 		d.hub.unsubscribe(c, sessionID)
-		return nil, wireErr(err)
+		return nil, err
 	}
 	return rpc.AfterReply(snap, func() { release(snap.LastSeq) }), nil
 }
 
-func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SessionListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionListParams) (any, error) {
 	if p.Limit < 0 {
 		return nil, rpc.InvalidParams("limit", "must be positive")
 	}
@@ -230,7 +229,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 			FROM sessions s `+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	out := rpc.SessionList{Sessions: []rpc.SessionSummary{}}
 	for i, r := range rows {
@@ -246,11 +245,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, params json.RawMe
 	return out, nil
 }
 
-func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SubmitParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p rpc.SubmitParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -278,7 +273,7 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, params json.RawM
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
 		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c)}, d.sched.AtCapacity)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	if !rec.Duplicate {
 		d.sched.Wake(p.SessionID)
@@ -302,32 +297,24 @@ func canonicalArray(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.AdmissionRef
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p rpc.AdmissionRef) (any, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
 		return nil, err
 	}
 	a, err := d.queue.Cancel(ctx, p.SessionID, p.AdmissionID)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	return receiptToWire(a.Receipt()), nil
 }
 
-func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.InterruptParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.InterruptParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
 	s, err := getSession(d.db.Reader(), p.SessionID)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	if p.ExecutionGeneration != nil && *p.ExecutionGeneration != s.ExecutionGeneration {
 		return nil, rpc.Errorf(rpc.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
@@ -339,7 +326,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.
 	}
 	a, ok, err := d.sched.Interrupt(ctx, p.SessionID, gen)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	if !ok {
 		return rpc.InterruptResult{}, nil
@@ -348,11 +335,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, params json.
 	return rpc.InterruptResult{Interrupted: &id}, nil
 }
 
-func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ResolveUnknownParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, p rpc.ResolveUnknownParams) (any, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
 		return nil, err
 	}
@@ -361,7 +344,7 @@ func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, params json.Ra
 	}
 	a, err := d.queue.ResolveUnknownBy(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, senderJSON(c), d.closePrompts)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	// The operator's decision, for whoever is on call next.
 	d.audit().Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
@@ -377,11 +360,7 @@ func (d *Daemon) closePrompts(tx *store.Tx, a admission.Admission, resolution st
 }
 
 func (d *Daemon) respond(kind string) rpc.Handler {
-	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-		var p rpc.RespondParams
-		if err := rpc.Decode(params, &p); err != nil {
-			return nil, err
-		}
+	return rpc.Typed(func(ctx context.Context, c *rpc.Conn, p rpc.RespondParams) (any, error) {
 		if err := errors.Join(required("session_id", p.SessionID), required("prompt_id", p.PromptID)); err != nil {
 			return nil, err
 		}
@@ -391,10 +370,10 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 		var answer json.RawMessage
 		switch kind {
 		case prompts.KindApproval:
-			if !prompts.ValidChoice(p.Choice) {
+			if !prompts.ValidChoice(string(p.Choice)) {
 				return nil, rpc.InvalidParams("choice", "must be once, session, always or deny")
 			}
-			answer, _ = json.Marshal(map[string]string{"choice": p.Choice})
+			answer, _ = json.Marshal(protocol.ApprovalResponse{Choice: p.Choice})
 		default:
 			// A null answer is no answer: it would resolve the prompt
 			// with an empty reply the user never gave.
@@ -405,16 +384,16 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			if !ok {
 				return nil, rpc.InvalidParams("answer", "must be a string or a list of strings")
 			}
-			answer, _ = json.Marshal(map[string]any{"answer": a})
+			answer, _ = json.Marshal(protocol.ClarifyResponse{Answer: a})
 		}
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
 			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer, AnsweredBy: answeredBy(c)})
 		if err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 		d.auditAnswer(c, p, kind, status, answer)
-		return rpc.RespondResult{Status: status, PromptID: p.PromptID}, nil
-	}
+		return rpc.RespondResult{Status: rpc.RespondStatus(status), PromptID: p.PromptID}, nil
+	})
 }
 
 // clarifyAnswer decodes a clarify answer: a string, or a list of strings
@@ -436,14 +415,10 @@ func clarifyAnswer(raw json.RawMessage) (any, bool) {
 	return out, true
 }
 
-func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ApprovalsListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p rpc.ApprovalsListParams) (any, error) {
 	always, err := d.prompts.AlwaysAllowed(ctx)
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	out := rpc.ApprovalsList{Always: make([]rpc.AllowRule, 0, len(always))}
 	for _, r := range always {
@@ -451,11 +426,11 @@ func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, params json.Raw
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 		rs, err := d.prompts.SessionAllowed(ctx, p.SessionID)
 		if err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 		out.Session = make([]rpc.AllowRule, 0, len(rs))
 		for _, r := range rs {

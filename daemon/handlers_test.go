@@ -51,10 +51,12 @@ func startTestWith(t testing.TB, extra string, script func(*fixtures.FakeModel))
 	return d
 }
 
-func call(t *testing.T, h rpc.Handler, params any) (any, error) {
+// call runs a typed handler as the routes do: decoded and validated
+// params, the one error path.
+func call[P any](t *testing.T, h func(context.Context, *rpc.Conn, P) (any, error), params any) (any, error) {
 	t.Helper()
 	b, _ := json.Marshal(params)
-	return h(context.Background(), nil, b)
+	return wireHandler(rpc.Typed(h))(context.Background(), nil, b)
 }
 
 func mustSession(t *testing.T, d *Daemon) string {

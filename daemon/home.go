@@ -7,37 +7,22 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // File names inside the home directory (PROTOCOL.md section 1).
 const (
-	ConfigFile     = "config.yaml"
-	StateFile      = "state.db"
-	DescriptorFile = "daemon.json"
-	LockFile       = "daemon.lock"
+	ConfigFile     = protocol.ConfigFile
+	StateFile      = protocol.StateFile
+	DescriptorFile = protocol.DescriptorFile
+	LockFile       = protocol.LockFile
 )
 
-// ResolveHome picks the home directory: flag, else $SESSIOND_HOME, else
-// $XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond. The result is
-// absolute.
-func ResolveHome(flag string) (string, error) {
-	home := flag
-	if home == "" {
-		home = os.Getenv("SESSIOND_HOME")
-	}
-	if home == "" {
-		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-			home = filepath.Join(x, "sessiond")
-		} else {
-			u, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("no --home, SESSIOND_HOME or XDG_STATE_HOME, and no user home: %w", err)
-			}
-			home = filepath.Join(u, ".local", "state", "sessiond")
-		}
-	}
-	return filepath.Abs(home)
-}
+// ResolveHome picks the home directory (protocol.ResolveHome): flag, else
+// $SESSIOND_HOME, else $XDG_STATE_HOME/sessiond, else
+// ~/.local/state/sessiond. The result is absolute.
+func ResolveHome(flag string) (string, error) { return protocol.ResolveHome(flag) }
 
 // PrepareHome creates home with mode 0700 (and tightens an existing one
 // that is group- or world-accessible).
@@ -103,16 +88,8 @@ func (l *HomeLock) Release() error {
 }
 
 // Descriptor is daemon.json, how clients find and authenticate to the
-// daemon (PROTOCOL.md section 1).
-type Descriptor struct {
-	PID       int    `json:"pid"`
-	URL       string `json:"url"`   // ws://127.0.0.1:PORT/rpc
-	Token     string `json:"token"` // bearer token for the upgrade
-	Protocol  int    `json:"protocol"`
-	Version   string `json:"version"`
-	BootEpoch int64  `json:"boot_epoch"`
-	StartedAt string `json:"started_at"` // RFC 3339 UTC
-}
+// daemon (protocol.Descriptor).
+type Descriptor = protocol.Descriptor
 
 // WriteDescriptor writes HOME/daemon.json with mode 0600 atomically: a
 // temporary file in the same directory, fsync, rename, fsync of the
@@ -152,18 +129,8 @@ func WriteDescriptor(home string, d Descriptor) error {
 	return nil
 }
 
-// ReadDescriptor reads HOME/daemon.json.
-func ReadDescriptor(home string) (Descriptor, error) {
-	var d Descriptor
-	b, err := os.ReadFile(filepath.Join(home, DescriptorFile))
-	if err != nil {
-		return d, err
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		return d, fmt.Errorf("%s: %w", DescriptorFile, err)
-	}
-	return d, nil
-}
+// ReadDescriptor reads HOME/daemon.json (protocol.ReadDescriptor).
+func ReadDescriptor(home string) (Descriptor, error) { return protocol.ReadDescriptor(home) }
 
 // RemoveDescriptor removes HOME/daemon.json if it still names pid.
 func RemoveDescriptor(home string, pid int) error {

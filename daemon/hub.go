@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -93,7 +94,7 @@ func notificationFrame(ev rpc.Event) ([]byte, error) {
 // wireEvent converts a stored event to its notification params.
 func wireEvent(e store.Event) rpc.Event {
 	seq := e.Seq
-	ev := rpc.Event{SessionID: e.SessionID, Seq: &seq, Type: e.Type, ExecutionGeneration: e.ExecutionGeneration, Payload: e.Payload}
+	ev := rpc.Event{SessionID: e.SessionID, Seq: &seq, Type: protocol.EventType(e.Type), ExecutionGeneration: e.ExecutionGeneration, Payload: e.Payload}
 	if e.AdmissionID != nil {
 		ev.AdmissionID = *e.AdmissionID
 	}
@@ -130,7 +131,7 @@ func (h *hub) publish(e store.Event) {
 
 // publishDelta delivers an ephemeral event (seq null, not stored) to
 // released subscribers.
-func (h *hub) publishDelta(sessionID, typ, admissionID string, gen int64, payload any) {
+func (h *hub) publishDelta(sessionID string, typ protocol.EventType, admissionID string, gen int64, payload any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	m := h.subs[sessionID]

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -15,11 +14,7 @@ import (
 // session.delete, and approvals.revoke (docs/protocol.md section 4 and
 // Part 2 D).
 
-func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SessionUpdateParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p rpc.SessionUpdateParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -40,7 +35,7 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, params json.Raw
 		return err
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	d.audit().Info("session renamed", append(connAttrs(c), "session_id", p.SessionID, "old_title", old, "title", *p.Title)...)
 	return d.sessionSummary(ctx, p.SessionID)
@@ -74,11 +69,7 @@ func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (rpc.Sess
 		Running: r.Running, PendingCount: r.PendingCount, UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts}, nil
 }
 
-func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.SessionDeleteParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p rpc.SessionDeleteParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -100,21 +91,17 @@ func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, params json.Raw
 	return rpc.SessionDeleteResult{Deleted: true}, nil
 }
 
-func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ApprovalsRevokeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p rpc.ApprovalsRevokeParams) (any, error) {
 	if strings.TrimSpace(p.Pattern) == "" {
 		return nil, rpc.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
-			return nil, wireErr(err)
+			return nil, err
 		}
 	}
 	if err := d.prompts.Revoke(ctx, p.SessionID, p.Pattern); err != nil {
-		return nil, wireErr(err)
+		return nil, err
 	}
 	scope := "always"
 	if p.SessionID != "" {

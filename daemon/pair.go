@@ -92,16 +92,7 @@ func senderJSON(c *rpc.Conn) json.RawMessage {
 }
 
 // decodeSender parses a stored sender; nil when absent or unreadable.
-func decodeSender(raw []byte) *rpc.Sender {
-	if len(raw) == 0 {
-		return nil
-	}
-	var s rpc.Sender
-	if json.Unmarshal(raw, &s) != nil {
-		return nil
-	}
-	return &s
-}
+func decodeSender(raw []byte) *rpc.Sender { return rpc.DecodeSender(raw) }
 
 func hashSecret(s string) string {
 	h := sha256.Sum256([]byte(s))
@@ -203,7 +194,8 @@ func (d *Daemon) authenticate(r *http.Request) (id identity, ok bool) {
 // method of the daemon is refused with forbidden.
 func (d *Daemon) pairRoutes() *rpc.Mux {
 	m := rpc.NewMux()
-	m.Handle(rpc.MethodInitialize, d.initialize)
+	defer func() { m.Wrap(wireHandler) }()
+	m.Handle(rpc.MethodInitialize, rpc.Typed(d.initialize))
 	m.Handle(rpc.MethodPair, d.pair)
 	for _, name := range d.mux.Methods() {
 		if name == rpc.MethodInitialize {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
@@ -228,25 +230,19 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
 			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []rpc.Message{}, Prompts: []rpc.Prompt{}, Pending: []rpc.Receipt{}}
-		msgs, err := store.Transcript(tx, sessionID)
+		// Bounded whatever the session's size: the newest messages only
+		// (session.messages pages back), long fields cut.
+		page, err := store.TranscriptPage(tx, sessionID, 0, protocol.MaxSnapshotMessages, protocol.MaxSnapshotBytes, protocol.MaxSnapshotTextBytes)
 		if err != nil {
 			return err
 		}
-		for _, m := range msgs {
-			wm := rpc.Message{ID: m.ID, Role: m.Role, Content: m.Content, AdmissionID: m.AdmissionID.String,
-				ToolCallID: m.ToolCallID.String, Kind: m.Kind.String, CreatedAt: m.CreatedAt}
-			if m.Sender.Valid {
-				wm.Sender = decodeSender([]byte(m.Sender.String))
-			}
-			if m.ToolCalls.Valid {
-				wm.ToolCalls = json.RawMessage(m.ToolCalls.String)
-			}
-			snap.Messages = append(snap.Messages, wm)
-		}
-		pending, err := admission.Pending(tx, sessionID)
+		snap.Messages = pageWire(page)
+		snap.MessagesTruncated = page.More
+		pending, more, err := admission.PendingBounded(tx, sessionID, protocol.MaxSnapshotPending, protocol.MaxSnapshotTextBytes)
 		if err != nil {
 			return err
 		}
+		snap.PendingTruncated = more
 		for _, a := range pending {
 			r := receiptToWire(a.Receipt())
 			r.Text = a.Text
@@ -289,27 +285,14 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 }
 
 func annotateWaits(pending []rpc.Receipt, atCapacity bool) {
-	rs := make([]admission.Receipt, len(pending))
-	for i, p := range pending {
-		rs[i] = admission.Receipt{Status: admission.Status(p.Status)}
-	}
-	admission.WaitReasons(rs, atCapacity)
-	for i := range pending {
-		pending[i].Reason = rs[i].Reason
-	}
+	admission.WaitReasons(pending, atCapacity)
 }
 
-func receiptToWire(r admission.Receipt) rpc.Receipt {
-	return rpc.Receipt{AdmissionID: r.AdmissionID, SessionID: r.SessionID, InputID: r.InputID, Seq: r.Seq,
-		Status: string(r.Status), Outcome: r.Outcome, ExecutionGeneration: r.ExecutionGeneration, Reason: r.Reason,
-		Error: r.Error, Duplicate: r.Duplicate, Text: r.Text, CreatedAt: r.CreatedAt,
-		Sender: decodeSender(r.Sender), ResolvedBy: decodeSender(r.ResolvedBy)}
-}
+// receiptToWire is the identity since admission.Receipt is
+// protocol.Receipt; it stays for the handlers that call it.
+func receiptToWire(r admission.Receipt) rpc.Receipt { return r }
 
-func promptToWire(p prompts.Prompt) rpc.Prompt {
-	return rpc.Prompt{PromptID: p.PromptID, SessionID: p.SessionID, Kind: p.Kind, ExecutionGeneration: p.ExecutionGeneration,
-		AdmissionID: p.AdmissionID, Payload: json.RawMessage(p.Payload), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt.String}
-}
+func promptToWire(p prompts.Prompt) rpc.Prompt { return p.Wire() }
 
 // listCursor encodes the position after the last listed session.
 func listCursor(createdAt, id string) string {
@@ -326,4 +309,45 @@ func parseListCursor(c string) (createdAt, id string, err error) {
 		return "", "", fmt.Errorf("bad cursor")
 	}
 	return createdAt, id, nil
+}
+
+func pageWire(p store.Page) []protocol.Message {
+	out := make([]protocol.Message, 0, len(p.Messages))
+	for _, m := range p.Messages {
+		w := messageWire(m)
+		w.Truncated = p.Cut[m.ID]
+		out = append(out, w)
+	}
+	return out
+}
+
+// sessionMessages is session.messages: a page of older messages than
+// before_id (the newest when omitted), oldest first, bounded like a
+// snapshot but with fields up to MaxSnapshotBytes.
+func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p rpc.MessagesParams) (any, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = protocol.DefaultMessagesLimit
+	}
+	limit = min(limit, protocol.MaxSnapshotMessages)
+	var before int64
+	if p.BeforeID != nil {
+		before = *p.BeforeID
+	}
+	var out protocol.MessagesResult
+	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := getSession(tx, p.SessionID); err != nil {
+			return err
+		}
+		page, err := store.TranscriptPage(tx, p.SessionID, before, limit, protocol.MaxSnapshotBytes, protocol.MaxSnapshotBytes)
+		if err != nil {
+			return err
+		}
+		out = protocol.MessagesResult{Messages: pageWire(page), HasMore: page.More}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

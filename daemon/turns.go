@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/agent"
 	"github.com/sessiond/sessiond/model"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
@@ -149,8 +150,8 @@ func appendAssistant(tx *store.Tx, t agent.Turn, content string, calls []model.T
 	if err != nil {
 		return err
 	}
-	_, err = tx.AppendEvent(t.SessionID, "message.completed", t.AdmissionID, t.Generation,
-		map[string]any{"message": messageWire(m)})
+	_, err = tx.AppendEvent(t.SessionID, protocol.EventMessageCompleted, t.AdmissionID, t.Generation,
+		protocol.MessageCompletedPayload{Message: messageWire(m)})
 	return err
 }
 
@@ -159,8 +160,8 @@ func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEv
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(t.SessionID, "tool.started", t.AdmissionID, t.Generation,
-			map[string]any{"tool_call_id": ev.CallID, "name": ev.Name, "args": ev.Args})
+		_, err := tx.AppendEvent(t.SessionID, protocol.EventToolStarted, t.AdmissionID, t.Generation,
+			protocol.ToolStartedPayload{ToolCallID: ev.CallID, Name: ev.Name, Args: ev.Args})
 		return err
 	})
 }
@@ -175,9 +176,9 @@ func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEv
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(t.SessionID, "tool.running", t.AdmissionID, t.Generation,
-			map[string]any{"tool_call_id": ev.CallID, "pid": proc.PID, "boot_id": proc.BootID, "start_ticks": proc.StartTicks,
-				"session": proc.Session, "marker": proc.Marker})
+		_, err := tx.AppendEvent(t.SessionID, protocol.EventToolRunning, t.AdmissionID, t.Generation,
+			protocol.ToolRunningPayload{ToolCallID: ev.CallID, PID: proc.PID, BootID: proc.BootID, StartTicks: proc.StartTicks,
+				Session: proc.Session, Marker: proc.Marker})
 		return err
 	})
 }
@@ -190,32 +191,26 @@ func (j *journal) ToolCompleted(ctx context.Context, t agent.Turn, ev agent.Tool
 		if _, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleTool, ev.Result, nil, ev.CallID, ""); err != nil {
 			return err
 		}
-		payload := map[string]any{"tool_call_id": ev.CallID, "name": ev.Name, "ok": ev.OK, "result": json.RawMessage(ev.Result)}
-		if !json.Valid([]byte(ev.Result)) {
-			payload["result"] = ev.Result
-		}
-		if ev.ExitCode != nil {
-			payload["exit_code"] = *ev.ExitCode
-		}
-		_, err := tx.AppendEvent(t.SessionID, "tool.completed", t.AdmissionID, t.Generation, payload)
+		payload := protocol.ToolCompletedPayload{ToolCallID: ev.CallID, Name: ev.Name, OK: ev.OK,
+			ExitCode: ev.ExitCode, Result: protocol.ToolResult(ev.Result)}
+		_, err := tx.AppendEvent(t.SessionID, protocol.EventToolCompleted, t.AdmissionID, t.Generation, payload)
 		return err
 	})
 }
 
-func (j *journal) Delta(t agent.Turn, typ string, payload any) {
+func (j *journal) Delta(t agent.Turn, typ protocol.EventType, payload any) {
 	j.d.hub.publishDelta(t.SessionID, typ, t.AdmissionID, t.Generation, payload)
 }
 
-func messageWire(m store.Message) map[string]any {
-	w := map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "admission_id": m.AdmissionID.String, "created_at": m.CreatedAt}
+// messageWire is a stored message's wire shape, in events and snapshots.
+func messageWire(m store.Message) protocol.Message {
+	w := protocol.Message{ID: m.ID, Role: protocol.Role(m.Role), Content: m.Content, AdmissionID: m.AdmissionID.String,
+		ToolCallID: m.ToolCallID.String, Kind: m.Kind.String, CreatedAt: m.CreatedAt}
 	if m.ToolCalls.Valid {
-		w["tool_calls"] = json.RawMessage(m.ToolCalls.String)
+		w.ToolCalls = json.RawMessage(m.ToolCalls.String)
 	}
-	if m.ToolCallID.Valid {
-		w["tool_call_id"] = m.ToolCallID.String
-	}
-	if m.Kind.Valid {
-		w["kind"] = m.Kind.String
+	if m.Sender.Valid {
+		w.Sender = protocol.DecodeSender([]byte(m.Sender.String))
 	}
 	return w
 }

@@ -83,7 +83,7 @@ func TestToolOutputFloodKeepsSlowClients(t *testing.T) {
 				order = append(order, "marker")
 			}
 		case "tool.completed", "turn.completed":
-			order = append(order, e.Type)
+			order = append(order, string(e.Type))
 		}
 	}
 	if omitted == 0 || !strings.Contains(got.String(), "bytes of output left out here") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -81,14 +82,10 @@ const columns = `prompt_id, session_id, admission_id, execution_generation, owne
 	resolution, response, created_at, expires_at, closed_at`
 
 // Wire is the prompt's shape in prompt.opened events and snapshots.
-func (p Prompt) Wire() map[string]any {
-	w := map[string]any{"prompt_id": p.PromptID, "session_id": p.SessionID, "kind": p.Kind,
-		"execution_generation": p.ExecutionGeneration, "admission_id": p.AdmissionID,
-		"payload": json.RawMessage(p.Payload), "created_at": p.CreatedAt}
-	if p.ExpiresAt.Valid {
-		w["expires_at"] = p.ExpiresAt.String
-	}
-	return w
+func (p Prompt) Wire() protocol.Prompt {
+	return protocol.Prompt{PromptID: p.PromptID, SessionID: p.SessionID, Kind: protocol.PromptKind(p.Kind),
+		ExecutionGeneration: p.ExecutionGeneration, AdmissionID: p.AdmissionID,
+		Payload: json.RawMessage(p.Payload), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt.String}
 }
 
 // OpenForSession returns the open prompts of sessionID owned by epoch, in
@@ -158,15 +155,9 @@ func (m *Manager) closeEvent(tx *store.Tx, p Prompt, resolution string, response
 }
 
 // closeEventBy is closeEvent with who answered (nil: nobody, or unknown).
-func (m *Manager) closeEventBy(tx *store.Tx, p Prompt, resolution string, response json.RawMessage, by any) error {
-	payload := map[string]any{"prompt_id": p.PromptID, "resolution": resolution}
-	if len(response) > 0 {
-		payload["response"] = response
-	}
-	if by != nil {
-		payload["answered_by"] = by
-	}
-	if _, err := tx.AppendEvent(p.SessionID, "prompt.closed", p.AdmissionID, p.ExecutionGeneration, payload); err != nil {
+func (m *Manager) closeEventBy(tx *store.Tx, p Prompt, resolution string, response json.RawMessage, by *protocol.AnsweredBy) error {
+	payload := protocol.PromptClosedPayload{PromptID: p.PromptID, Resolution: protocol.Resolution(resolution), Response: response, AnsweredBy: by}
+	if _, err := tx.AppendEvent(p.SessionID, protocol.EventPromptClosed, p.AdmissionID, p.ExecutionGeneration, payload); err != nil {
 		return err
 	}
 	o := Outcome{PromptID: p.PromptID, Resolution: resolution, Response: response}
@@ -224,7 +215,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return ErrNotLive
 		}
-		_, err = tx.AppendEvent(p.SessionID, "prompt.opened", p.AdmissionID, p.ExecutionGeneration, map[string]any{"prompt": p.Wire()})
+		_, err = tx.AppendEvent(p.SessionID, protocol.EventPromptOpened, p.AdmissionID, p.ExecutionGeneration, protocol.PromptOpenedPayload{Prompt: p.Wire()})
 		return err
 	})
 	if err != nil {
@@ -283,7 +274,7 @@ type Response struct {
 	// AnsweredBy, when not nil, says who answered; it goes into the
 	// prompt.closed event as answered_by (e.g. {"conn": "12", "client":
 	// "sessionctl/1.0"}), for the transcript and the audit.
-	AnsweredBy any
+	AnsweredBy *protocol.AnsweredBy
 }
 
 // Respond answers a prompt of the live execution. It returns

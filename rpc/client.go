@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // Subprotocol is the WebSocket subprotocol of sessiond's JSON-RPC
@@ -61,6 +63,11 @@ type DialOptions struct {
 	// consumer then reconnects and resumes from its last event seq. Zero
 	// means DefaultNotificationQueue.
 	NotificationQueue int
+	// VisibleStrings, when set, applies protocol.Visible to every string of
+	// results and notification params, for clients that print what they
+	// receive on a terminal (sessionctl): escape sequences a model or
+	// another client put there are shown, never interpreted.
+	VisibleStrings bool
 	// WriteTimeout bounds one frame write; zero means DefaultWriteTimeout.
 	// A call's own context bounds only the wait for its response, so
 	// cancelling one call never tears the connection down.
@@ -224,6 +231,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, result any
 	}
 	if result == nil {
 		return nil
+	}
+	if c.opt.VisibleStrings {
+		raw = protocol.VisibleJSON(raw)
 	}
 	if err := json.Unmarshal(raw, result); err != nil {
 		return fmt.Errorf("%s: decoding result: %w", method, err)
@@ -424,6 +434,9 @@ func (c *Client) dispatch(data []byte) {
 	}
 	if m.Method != "" && len(m.ID) == 0 {
 		n := Notification{Method: m.Method, Params: m.Params}
+		if c.opt.VisibleStrings {
+			n.Params = protocol.VisibleJSON(n.Params)
+		}
 		if c.opt.OnNotification != nil {
 			c.opt.OnNotification(n)
 			return

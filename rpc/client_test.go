@@ -347,3 +347,31 @@ func TestClientMemberNamesAreCaseSensitive(t *testing.T) {
 		t.Fatal("the well-formed reply was not delivered")
 	}
 }
+
+// With VisibleStrings, escape sequences in results and notifications
+// arrive made visible; without, they arrive as sent.
+func TestClientVisibleStrings(t *testing.T) {
+	m := NewMux()
+	evil := "echo hi\x1b[2K\r\x1b]52;c;cm0gLXJmIH4=\x07 \u202etxt"
+	m.Handle("evil", func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
+		c.Notify(NotifySessionEvent, map[string]string{"text": evil})
+		return map[string]string{"command": evil}, nil
+	})
+	ts := newTestServer(t, m, Options{})
+	for _, visible := range []bool{true, false} {
+		c := dialT(t, ts, DialOptions{VisibleStrings: visible})
+		var r struct{ Command string }
+		if err := c.Call(ctx10(t), "evil", nil, &r); err != nil {
+			t.Fatal(err)
+		}
+		n := <-c.Notifications()
+		var p struct{ Text string }
+		json.Unmarshal(n.Params, &p)
+		for _, got := range []string{r.Command, p.Text} {
+			clean := !strings.ContainsAny(got, "\x1b\r\x07\u202e")
+			if clean != visible {
+				t.Fatalf("VisibleStrings %v: got %q", visible, got)
+			}
+		}
+	}
+}

@@ -30,6 +30,27 @@ type Mux struct{ handlers map[string]Handler }
 // NewMux returns an empty Mux.
 func NewMux() *Mux { return &Mux{handlers: map[string]Handler{}} }
 
+// Typed adapts a handler of typed params P (a protocol params struct): the
+// params are decoded with Decode, which also runs P's Validate, before h
+// runs; a decoding or validation error is the response.
+func Typed[P any](h func(ctx context.Context, c *Conn, p P) (any, error)) Handler {
+	return func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
+		var p P
+		if err := Decode(params, &p); err != nil {
+			return nil, err
+		}
+		return h(ctx, c, p)
+	}
+}
+
+// Wrap replaces every registered handler h with wrap(h), e.g. to give all
+// of them one error path.
+func (m *Mux) Wrap(wrap func(Handler) Handler) {
+	for k, h := range m.handlers {
+		m.handlers[k] = wrap(h)
+	}
+}
+
 // Handle registers h for method; a second registration panics.
 func (m *Mux) Handle(method string, h Handler) {
 	if _, dup := m.handlers[method]; dup {

@@ -2,13 +2,17 @@
 // text frame, the error model (a Code and a machine-readable Reason that
 // survive %w wrapping), dispatch of concurrent requests with responses
 // matched by id, server notifications through a bounded per-connection send
-// queue (a slow reader is closed with status 1008), and the protocol's
-// parameter and result types (PROTOCOL.md sections 3, 4 and 6).
+// queue (a slow reader is closed with status 1008). The vocabulary (method
+// names, params and results, event payloads, reasons, *Error) lives in the
+// leaf package protocol; rpc re-exports it under its old names. Typed
+// registers a handler of typed params: Decode runs the params' Validate.
 //
 // The client side (Dial, Client) speaks the same wire for sessionctl and
 // other Go clients: bearer-token or subprotocol authentication, concurrent
 // calls matched by id, errors as *Error so errors.Is works on reasons, and
-// notifications through a bounded queue.
+// notifications through a bounded queue; DialOptions.VisibleStrings makes
+// control characters of everything received visible (protocol.Visible) for
+// clients that print it.
 //
 // It must not know about SQLite, FIFOs or the agent: handlers are plain
 // functions registered on a Mux by the daemon.

@@ -1,132 +1,63 @@
 package rpc
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/sessiond/sessiond/protocol"
 
-// JSON-RPC 2.0 error codes (https://www.jsonrpc.org/specification#error_object)
-// and sessiond's one server code for refusals of well-formed requests.
+// The error vocabulary lives in package protocol; these names keep rpc.X
+// working.
 const (
-	CodeParseError     = -32700 // the frame is not valid JSON
-	CodeInvalidRequest = -32600 // valid JSON but not a JSON-RPC request object
-	CodeMethodNotFound = -32601 // no such method
-	CodeInvalidParams  = -32602 // params are not an object or fail validation
-	CodeInternal       = -32603 // a bug or an unexpected failure
-	CodeRefused        = -32000 // a well-formed request refused; see Reason
+	CodeParseError     = protocol.CodeParseError
+	CodeInvalidRequest = protocol.CodeInvalidRequest
+	CodeMethodNotFound = protocol.CodeMethodNotFound
+	CodeInvalidParams  = protocol.CodeInvalidParams
+	CodeInternal       = protocol.CodeInternal
+	CodeRefused        = protocol.CodeRefused
 )
 
 // Reason is the machine-readable error.data.reason of PROTOCOL.md section 3.
-type Reason string
+type Reason = protocol.Reason
+
+// Error is the refusal error type (protocol.Error).
+type Error = protocol.Error
 
 // The reasons of PROTOCOL.md section 3.
 const (
-	ReasonInvalidParams      Reason = "invalid_params"
-	ReasonNotFound           Reason = "not_found"
-	ReasonStaleGeneration    Reason = "stale_generation"
-	ReasonUnknownExecution   Reason = "unknown_execution"
-	ReasonAdmissionConflict  Reason = "admission_conflict"
-	ReasonCancelled          Reason = "cancelled"
-	ReasonNotQueued          Reason = "not_queued"
-	ReasonDraining           Reason = "draining"
-	ReasonStorageUnavailable Reason = "storage_unavailable"
-	ReasonOverloaded         Reason = "overloaded"
-	ReasonSessionBusy        Reason = "session_busy"
-	// ReasonForbidden: the connection's paired token's scope does not allow
-	// the method (read-only, or an owner-only method), or pairing refused.
-	ReasonForbidden Reason = "forbidden"
-	// reasons for the standard codes, so every error carries one
-	ReasonParseError     Reason = "parse_error"
-	ReasonInvalidRequest Reason = "invalid_request"
-	ReasonMethodNotFound Reason = "method_not_found"
-	ReasonInternal       Reason = "internal"
+	ReasonInvalidParams      = protocol.ReasonInvalidParams
+	ReasonNotFound           = protocol.ReasonNotFound
+	ReasonStaleGeneration    = protocol.ReasonStaleGeneration
+	ReasonUnknownExecution   = protocol.ReasonUnknownExecution
+	ReasonAdmissionConflict  = protocol.ReasonAdmissionConflict
+	ReasonCancelled          = protocol.ReasonCancelled
+	ReasonNotQueued          = protocol.ReasonNotQueued
+	ReasonDraining           = protocol.ReasonDraining
+	ReasonStorageUnavailable = protocol.ReasonStorageUnavailable
+	ReasonOverloaded         = protocol.ReasonOverloaded
+	ReasonSessionBusy        = protocol.ReasonSessionBusy
+	ReasonForbidden          = protocol.ReasonForbidden
+	ReasonParseError         = protocol.ReasonParseError
+	ReasonInvalidRequest     = protocol.ReasonInvalidRequest
+	ReasonMethodNotFound     = protocol.ReasonMethodNotFound
+	ReasonInternal           = protocol.ReasonInternal
 )
-
-// Error is a JSON-RPC error object carrying its wire meaning. Handlers return
-// it (possibly wrapped with %w); the dispatcher finds it with errors.As and
-// sends Code, Message and Data (with "reason" set from Reason). Two Errors
-// match under errors.Is when their reasons are equal, so
-// errors.Is(err, rpc.ErrNotFound) works on any wrapped not_found error.
-type Error struct {
-	Code    int
-	Reason  Reason
-	Message string
-	// Data holds helpful extra fields (admission_id, execution_generation,
-	// …); "reason" is added on the wire.
-	Data map[string]any
-}
-
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return string(e.Reason)
-	}
-	return e.Message
-}
-
-// Is reports whether target is an *Error with the same Reason.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Reason == e.Reason
-}
-
-// With returns a copy of e with key=value added to Data.
-func (e *Error) With(key string, value any) *Error {
-	c := *e
-	c.Data = make(map[string]any, len(e.Data)+1)
-	for k, v := range e.Data {
-		c.Data[k] = v
-	}
-	c.Data[key] = value
-	return &c
-}
 
 // Sentinel errors, one per reason; compare with errors.Is.
 var (
-	ErrInvalidParams      = &Error{Code: CodeInvalidParams, Reason: ReasonInvalidParams}
-	ErrNotFound           = &Error{Code: CodeRefused, Reason: ReasonNotFound}
-	ErrStaleGeneration    = &Error{Code: CodeRefused, Reason: ReasonStaleGeneration}
-	ErrUnknownExecution   = &Error{Code: CodeRefused, Reason: ReasonUnknownExecution}
-	ErrAdmissionConflict  = &Error{Code: CodeRefused, Reason: ReasonAdmissionConflict}
-	ErrCancelled          = &Error{Code: CodeRefused, Reason: ReasonCancelled}
-	ErrNotQueued          = &Error{Code: CodeRefused, Reason: ReasonNotQueued}
-	ErrDraining           = &Error{Code: CodeRefused, Reason: ReasonDraining}
-	ErrStorageUnavailable = &Error{Code: CodeRefused, Reason: ReasonStorageUnavailable}
-	ErrOverloaded         = &Error{Code: CodeRefused, Reason: ReasonOverloaded}
-	ErrSessionBusy        = &Error{Code: CodeRefused, Reason: ReasonSessionBusy}
+	ErrInvalidParams      = protocol.ErrInvalidParams
+	ErrNotFound           = protocol.ErrNotFound
+	ErrStaleGeneration    = protocol.ErrStaleGeneration
+	ErrUnknownExecution   = protocol.ErrUnknownExecution
+	ErrAdmissionConflict  = protocol.ErrAdmissionConflict
+	ErrCancelled          = protocol.ErrCancelled
+	ErrNotQueued          = protocol.ErrNotQueued
+	ErrDraining           = protocol.ErrDraining
+	ErrStorageUnavailable = protocol.ErrStorageUnavailable
+	ErrOverloaded         = protocol.ErrOverloaded
+	ErrSessionBusy        = protocol.ErrSessionBusy
 )
 
-// Errorf returns a new Error with the reason's code and a formatted message.
-// ReasonInvalidParams uses -32602; the standard reasons use their codes;
-// every other reason uses -32000.
+// Errorf returns a new Error with the reason's code (protocol.Errorf).
 func Errorf(reason Reason, format string, args ...any) *Error {
-	return &Error{Code: codeFor(reason), Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return protocol.Errorf(reason, format, args...)
 }
 
-func codeFor(r Reason) int {
-	switch r {
-	case ReasonInvalidParams:
-		return CodeInvalidParams
-	case ReasonParseError:
-		return CodeParseError
-	case ReasonInvalidRequest:
-		return CodeInvalidRequest
-	case ReasonMethodNotFound:
-		return CodeMethodNotFound
-	case ReasonInternal:
-		return CodeInternal
-	}
-	return CodeRefused
-}
-
-// AsError converts any handler error to the wire error: an *Error found with
-// errors.As keeps its code and reason and takes the outer message (so
-// context added with %w reaches people); anything else is -32603 internal.
-func AsError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		c := *e
-		c.Message = err.Error()
-		return &c
-	}
-	return &Error{Code: CodeInternal, Reason: ReasonInternal, Message: err.Error()}
-}
+// AsError converts any handler error to the wire error (protocol.AsError).
+func AsError(err error) *Error { return protocol.AsError(err) }

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // EventRetention is how many durable events each session keeps. Older ones
@@ -32,12 +34,12 @@ func (db *DB) SetEventSink(f func(Event)) { db.sink = f }
 // publishes it to the event sink once committed. admissionID may be "" and
 // generation 0 for none. payload is marshalled to JSON. Returns the event
 // with its seq. Prunes events beyond EventRetention every 64 appends.
-func (t *Tx) AppendEvent(sessionID, typ, admissionID string, generation int64, payload any) (Event, error) {
+func (t *Tx) AppendEvent(sessionID string, typ protocol.EventType, admissionID string, generation int64, payload any) (Event, error) {
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return Event{}, fmt.Errorf("event %s payload: %w", typ, err)
 	}
-	ev := Event{SessionID: sessionID, Type: typ, Payload: body, CreatedAt: Now()}
+	ev := Event{SessionID: sessionID, Type: string(typ), Payload: body, CreatedAt: Now()}
 	if admissionID != "" {
 		ev.AdmissionID = &admissionID
 	}

@@ -4,7 +4,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // Message roles of the transcript (table messages). RoleBoundary closes a
@@ -144,4 +149,87 @@ func (t *Tx) CloseTurn(sessionID, admissionID, note, runningNote, boundary strin
 		return nil, err
 	}
 	return append(out, b), nil
+}
+
+// RowQueryer runs a query whose rows are read one at a time (*sqlx.Tx,
+// *sqlx.DB).
+type RowQueryer interface {
+	Queryx(query string, args ...any) (*sqlx.Rows, error)
+}
+
+// Page is one page of a transcript (TranscriptPage).
+type Page struct {
+	// Messages are oldest first.
+	Messages []Message
+	// Cut holds the ids of messages whose content or tool_calls were cut
+	// to the field bound.
+	Cut map[int64]bool
+	// More says that older messages exist than Messages[0].
+	More bool
+}
+
+// TranscriptPage returns the newest messages of sessionID with id < before
+// (before <= 0: the newest of all), at most limit of them, stopping before
+// the message that would bring content plus tool_calls above maxBytes (the
+// first is always taken). Each content and tool_calls longer than maxField
+// bytes is cut to maxField bytes (at a UTF-8 boundary) in SQL, so memory
+// stays within about maxBytes + maxField whatever the transcript's size.
+func TranscriptPage(q RowQueryer, sessionID string, before int64, limit, maxBytes, maxField int) (Page, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := q.Queryx(`SELECT id, session_id, admission_id, role,
+		coalesce(CAST(substr(CAST(content AS BLOB), 1, ?1) AS TEXT), '') AS content, length(CAST(content AS BLOB)) AS content_len,
+		CAST(substr(CAST(tool_calls AS BLOB), 1, ?1) AS TEXT) AS tool_calls, length(CAST(tool_calls AS BLOB)) AS calls_len,
+		tool_call_id, kind, created_at,
+		CASE WHEN role = 'user' THEN (SELECT a.sender FROM session_admissions a WHERE a.admission_id = messages.admission_id) END AS sender
+		FROM messages WHERE session_id = ?2 AND id < ?3 ORDER BY id DESC LIMIT ?4`, maxField, sessionID, before, limit+1)
+	if err != nil {
+		return Page{}, Classify(err)
+	}
+	defer rows.Close()
+	p := Page{Cut: map[int64]bool{}}
+	total := 0
+	for rows.Next() {
+		var r struct {
+			Message
+			ContentLen int64         `db:"content_len"`
+			CallsLen   sql.NullInt64 `db:"calls_len"`
+		}
+		if err := rows.StructScan(&r); err != nil {
+			return Page{}, Classify(err)
+		}
+		size := len(r.Content) + len(r.ToolCalls.String)
+		if len(p.Messages) == limit || (len(p.Messages) > 0 && total+size > maxBytes) {
+			p.More = true
+			break
+		}
+		total += size
+		m := r.Message
+		if r.ContentLen > int64(maxField) || r.CallsLen.Int64 > int64(maxField) {
+			p.Cut[m.ID] = true
+			m.Content = validPrefix(m.Content)
+			if r.CallsLen.Int64 > int64(maxField) {
+				// Cut JSON is not JSON: the calls are left out of the page.
+				m.ToolCalls = sql.NullString{}
+			}
+		}
+		p.Messages = append(p.Messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, Classify(err)
+	}
+	slices.Reverse(p.Messages)
+	return p, nil
+}
+
+// validPrefix drops an incomplete UTF-8 sequence at the end of s.
+func validPrefix(s string) string {
+	for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {
+		if utf8.ValidString(s) {
+			return s
+		}
+		s = s[:len(s)-1]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

@@ -548,9 +548,9 @@ func (t *acpTurn) setReceipt(r rpc.Receipt) {
 	if r.AdmissionID != t.admissionID || t.status == "terminal" {
 		return
 	}
-	t.status = r.Status
+	t.status = string(r.Status)
 	if r.Outcome != nil {
-		t.outcome = *r.Outcome
+		t.outcome = string(*r.Outcome)
 	}
 	if r.Error != "" {
 		t.errText = r.Error
@@ -736,7 +736,7 @@ func (t *acpTurn) askApproval(ctx context.Context, p rpc.Prompt) {
 		return
 	}
 	choice := approvalChoice(resp.Outcome)
-	t.respond(p, rpc.RespondParams{Choice: choice})
+	t.respond(p, rpc.RespondParams{Choice: rpc.Choice(choice)})
 }
 
 func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayload, opts []acp.PermissionOption) {

@@ -12,60 +12,28 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
 // descriptorFile is HOME/daemon.json (PROTOCOL.md section 1).
-const descriptorFile = "daemon.json"
+const descriptorFile = protocol.DescriptorFile
 
-// descriptor is HOME/daemon.json. It mirrors daemon.Descriptor; the
-// daemon package is not imported because it pulls in the whole server
-// (SQLite, the model client).
-type descriptor struct {
-	PID       int    `json:"pid"`
-	URL       string `json:"url"`
-	Token     string `json:"token"`
-	Protocol  int    `json:"protocol"`
-	Version   string `json:"version"`
-	BootEpoch int64  `json:"boot_epoch"`
-	StartedAt string `json:"started_at"`
-}
+// descriptor is HOME/daemon.json.
+type descriptor = protocol.Descriptor
 
-// resolveHome picks the home like the daemon does (daemon.ResolveHome):
-// flag, else $SESSIOND_HOME, else $XDG_STATE_HOME/sessiond, else
-// ~/.local/state/sessiond; the result is absolute.
+// resolveHome picks the home like the daemon does (protocol.ResolveHome).
 func resolveHome(flag string) (string, error) {
-	home := flag
-	if home == "" {
-		home = os.Getenv("SESSIOND_HOME")
+	home, err := protocol.ResolveHome(flag)
+	if err != nil {
+		return "", fail(exitUsage, "%v", err)
 	}
-	if home == "" {
-		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-			home = filepath.Join(x, "sessiond")
-		} else {
-			u, err := os.UserHomeDir()
-			if err != nil {
-				return "", fail(exitUsage, "no --home, SESSIOND_HOME or XDG_STATE_HOME, and no user home: %v", err)
-			}
-			home = filepath.Join(u, ".local", "state", "sessiond")
-		}
-	}
-	return filepath.Abs(home)
+	return home, nil
 }
 
 // homeOrigin says where resolveHome(flag) took the home from, for
 // messages.
-func homeOrigin(flag string) string {
-	switch {
-	case flag != "":
-		return "from --home"
-	case os.Getenv("SESSIOND_HOME") != "":
-		return "from $SESSIOND_HOME"
-	case os.Getenv("XDG_STATE_HOME") != "":
-		return "from $XDG_STATE_HOME, as neither --home nor $SESSIOND_HOME is set"
-	}
-	return "the default, as neither --home nor $SESSIOND_HOME is set"
-}
+func homeOrigin(flag string) string { return protocol.HomeOrigin(flag) }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
@@ -118,6 +86,9 @@ func (a *app) connect(ctx context.Context, opt rpc.DialOptions) (*rpc.Client, de
 	dctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
 	defer cancel()
 	opt.Token = d.Token
+	// Everything sessionctl receives may be printed: strings a model or a
+	// client controls show their escape sequences instead of running them.
+	opt.VisibleStrings = true
 	c, err := rpc.Dial(dctx, d.URL, opt)
 	if err != nil {
 		if ctx.Err() != nil {

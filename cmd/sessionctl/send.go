@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -348,8 +349,8 @@ func (s *sender) apply(ev rpc.Event) {
 		}
 	case "turn.completed":
 		var p struct {
-			Outcome string `json:"outcome"`
-			Error   string `json:"error"`
+			Outcome protocol.Outcome `json:"outcome"`
+			Error   string           `json:"error"`
 		}
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			s.turnError = p.Error

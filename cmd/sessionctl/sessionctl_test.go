@@ -160,7 +160,7 @@ func testModel() *tuiModel {
 
 func event(typ, adm string, payload any) eventMsg {
 	b, _ := json.Marshal(payload)
-	return eventMsg{rpc.Event{SessionID: "ses_1", Type: typ, AdmissionID: adm, Payload: b}}
+	return eventMsg{rpc.Event{SessionID: "ses_1", Type: rpc.EventType(typ), AdmissionID: adm, Payload: b}}
 }
 
 // The scrollback is printed one batch at a time, in order.
@@ -363,7 +363,7 @@ func TestTUIInterruptedCommandKeepsItsOutput(t *testing.T) {
 // tool call, its approval decision and who made it.
 func TestTUIHistoryShowsApprovals(t *testing.T) {
 	ev := func(seq int64, typ string, payload string) rpc.Event {
-		return rpc.Event{SessionID: "ses_1", Seq: &seq, Type: typ, AdmissionID: "adm_1", Payload: json.RawMessage(payload)}
+		return rpc.Event{SessionID: "ses_1", Seq: &seq, Type: rpc.EventType(typ), AdmissionID: "adm_1", Payload: json.RawMessage(payload)}
 	}
 	snap := rpc.Snapshot{SessionID: "ses_1", Messages: []rpc.Message{
 		{Role: "user", Content: "clean up", AdmissionID: "adm_1"},

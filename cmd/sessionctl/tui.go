@@ -499,7 +499,7 @@ func (m *tuiModel) approve(p rpc.Prompt, choice string) tea.Cmd {
 		return m.setNotice("not connected: cannot answer now")
 	}
 	gen := p.ExecutionGeneration
-	params := rpc.RespondParams{SessionID: m.sessionID, PromptID: p.PromptID, ExecutionGeneration: &gen, Choice: choice}
+	params := rpc.RespondParams{SessionID: m.sessionID, PromptID: p.PromptID, ExecutionGeneration: &gen, Choice: rpc.Choice(choice)}
 	return tea.Batch(m.setNotice("sending "+choice+"…"), func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
@@ -848,7 +848,7 @@ func (m *tuiModel) apply(ev rpc.Event) {
 		kind := "prompt"
 		for i, q := range m.prompts {
 			if q.PromptID == p.PromptID {
-				kind = q.Kind
+				kind = string(q.Kind)
 				m.prompts = append(m.prompts[:i], m.prompts[i+1:]...)
 				break
 			}
@@ -1002,7 +1002,7 @@ func (m *tuiModel) View() tea.View {
 		case "queued":
 			why := ""
 			if r.Reason != "" {
-				why = " (waits: " + r.Reason + ")"
+				why = " (waits: " + string(r.Reason) + ")"
 			}
 			lines = append(lines, fit(m.st.dim(fmt.Sprintf("queued #%d%s: ", r.Seq, why))+oneLine(m.textOf(r))))
 		case "unknown":

@@ -180,7 +180,7 @@ func (a *app) sessionState(ctx context.Context, c *rpc.Client, s rpc.SessionSumm
 		case r.Status == "started":
 			return "running", nil
 		case r.Status == "queued" && r.Reason != "":
-			return "queued (" + r.Reason + ")", nil
+			return "queued (" + string(r.Reason) + ")", nil
 		}
 	}
 	if len(snap.Pending) > 0 {
@@ -303,7 +303,7 @@ ids (for approve and answer).`,
 			for _, r := range snap.Pending {
 				status := r.Status
 				if r.Reason != "" {
-					status += " (" + r.Reason + ")"
+					status += " (" + rpc.AdmissionStatus(r.Reason) + ")"
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, senderName(r.Sender), clip(oneLine(r.Text), 50))
 			}
@@ -600,7 +600,7 @@ wins: a second one reports that the prompt was already answered.`,
 		default:
 			return usageError("--choice must be once, session, always or deny, not %q", choice)
 		}
-		p := rpc.RespondParams{SessionID: args[0], PromptID: args[1], Choice: choice, ExecutionGeneration: &gen}
+		p := rpc.RespondParams{SessionID: args[0], PromptID: args[1], Choice: rpc.Choice(choice), ExecutionGeneration: &gen}
 		r, err := a.respond(ctx, rpc.MethodApprovalRespond, p, cmd.Flags().Changed("generation"))
 		if err != nil {
 			return err
@@ -672,11 +672,11 @@ func genString(g *int64) string {
 	return fmt.Sprint(*g)
 }
 
-func deref(s *string) string {
+func deref[T ~string](s *T) string {
 	if s == nil {
 		return ""
 	}
-	return *s
+	return string(*s)
 }
 
 func orDash(s string) string {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/daemon"
+	"github.com/sessiond/sessiond/protocol/schema"
 	// The sandbox's exec helper entry runs from this package's init.
 	_ "github.com/sessiond/sessiond/sandbox"
 )
@@ -31,6 +32,7 @@ Usage:
            [--log-file PATH] [--stop-timeout DURATION]
   sessiond --version
   sessiond classify [--home DIR] [COMMAND ...]   (see sessiond classify --help)
+  sessiond schema                                (the protocol's JSON Schema, draft 2020-12)
 
 The home directory is --home, else $SESSIOND_HOME, else
 $XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond. It is created with
@@ -62,6 +64,19 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 func run(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "classify" {
 		return classifyMain(args[1:], os.Stdin, os.Stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "schema" {
+		if len(args) > 1 {
+			fmt.Fprintln(stderr, "usage: sessiond schema (prints the protocol's JSON Schema, docs/schema.json)")
+			return 2
+		}
+		doc, err := schema.Document()
+		if err != nil {
+			fmt.Fprintln(stderr, "sessiond schema:", err)
+			return 1
+		}
+		os.Stdout.Write(doc)
+		return 0
 	}
 	fs := flag.NewFlagSet("sessiond", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -1,0 +1,12 @@
+// Package protocol is sessiond's wire vocabulary (PROTOCOL.md and
+// docs/protocol.md): the method names, one params and one result struct per
+// method (each params struct has Validate, naming the offending field in an
+// invalid_params error), the event types with one payload struct each, the
+// shared shapes (Receipt, Prompt, Message, Snapshot, Descriptor), the status
+// and outcome enums, the error reasons and the one refusal error type
+// (*Error) that carries its reason.
+//
+// It is a leaf: it imports only the standard library, so every layer (rpc,
+// daemon, admission, prompts, agent, sessionctl, tests) speaks the same types,
+// and `sessiond schema` derives docs/schema.json from them.
+package protocol
