@@ -39,6 +39,15 @@ func TestKillGroupIfSame(t *testing.T) {
 	if id.PID <= 1 || id.BootID == "" || id.StartTicks == 0 {
 		t.Fatalf("identity %+v", id)
 	}
+	// OnStart sees the gate; the leader then execs the command's shell, and
+	// while it does /proc may read its environment empty (no marker to
+	// compare). Wait until the shell runs (it has forked its sleeps) with the
+	// marker readable, so the refusals below are about the identity alone.
+	fixtures.Eventually(t, 20*time.Second, "the command's shell to run with its marker", func() bool {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", id.PID, id.PID))
+		now, err := Identify(id.PID)
+		return err == nil && now.Marker != "" && len(strings.Fields(string(kids))) > 0
+	})
 	for _, wrong := range []ProcessIdentity{
 		{PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks + 1, Session: id.Session},
 		{PID: id.PID, BootID: "another-boot", StartTicks: id.StartTicks, Session: id.Session},
