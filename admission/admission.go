@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/transcript"
 )
 
 // Status is where an admission stands in its session's FIFO. The same
@@ -409,7 +410,7 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 			claimed := a
 			tx.OnCommit(func() { onClaimed(claimed) })
 		}
-		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, store.RoleUser, a.Text, nil, "", ""); err != nil {
+		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, transcript.RoleUser, a.Text, nil, "", ""); err != nil {
 			return err
 		}
 		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
@@ -461,13 +462,11 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 			return err
 		}
 		if outcome != OutcomeCompleted {
-			note, boundary := "not run: turn interrupted", "[turn interrupted before it finished]"
-			running := "interrupted while running: the turn was interrupted while this command ran; its process group was killed and its effects are unknown"
+			ending := transcript.Interrupted()
 			if outcome == OutcomeFailed {
-				note, boundary = "not run: turn failed", "[turn failed: "+errText+"]"
-				running = "the turn failed while this command ran; its process group was killed and its effects are unknown"
+				ending = transcript.Failed(errText)
 			}
-			if _, err := tx.CloseTurn(a.SessionID, a.AdmissionID, note, running, boundary); err != nil {
+			if err := closeTurn(tx, a.SessionID, a.AdmissionID, ending); err != nil {
 				return err
 			}
 		}
@@ -563,9 +562,7 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 				return err
 			}
 		}
-		if _, err := tx.CloseTurn(sessionID, admissionID, "not run: the daemon stopped during this turn",
-			CrashedWhileRunning,
-			"[turn lost: the daemon stopped while it ran; an operator resolved it without re-running]"); err != nil {
+		if err := closeTurn(tx, sessionID, admissionID, transcript.Lost()); err != nil {
 			return err
 		}
 		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, admissionID, gen, out.Receipt()); err != nil {
@@ -579,8 +576,7 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 
 // CrashedWhileRunning is the synthetic tool result of a command that was
 // running when the daemon died (it has a tool.running event but no result).
-const CrashedWhileRunning = "interrupted while running: the daemon stopped while this command ran; " +
-	"its process group was killed at the next start if it still ran; its effects are unknown"
+const CrashedWhileRunning = transcript.CrashedWhileRunning
 
 // RecoverResult reports what Recover did.
 type RecoverResult struct {

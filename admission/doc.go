@@ -4,6 +4,13 @@
 // resolve_unknown, boot recovery, and the Scheduler that runs claimed
 // admissions through an Executor within a daemon-wide capacity.
 //
+// The execution (Execution: session, admission, generation, owner epoch)
+// is the one home of the fence: Execution.Check is the transactional check
+// every write of a turn runs first (transcript rows, tool events, prompts,
+// the settle), and Scheduler.IsLive the in-memory half (the turn runs here
+// and was not asked to stop). A turn that did not complete is closed with
+// package transcript's repair.
+//
 // Every transition is one guarded UPDATE … WHERE status = … RETURNING;
 // zero rows is a lost race or an illegal move and comes back as a typed
 // error. Each change appends its session events in the same transaction.

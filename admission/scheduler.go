@@ -436,12 +436,13 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return err
 }
 
-// IsLive reports whether admissionID runs generation gen in sessionID now
-// and has not been asked to stop (interrupt or graceful stop). Prompt
-// answers are accepted only while this holds.
-func (s *Scheduler) IsLive(sessionID, admissionID string, gen int64) bool {
+// IsLive reports whether execution e runs in this daemon now (same
+// admission, generation and owner epoch) and has not been asked to stop
+// (interrupt, graceful stop, lost lease). Prompt answers are accepted only
+// while this holds; the durable half of the fence is Execution.Check.
+func (s *Scheduler) IsLive(e Execution) bool {
 	s.mu.Lock()
-	r, ok := s.running[sessionID]
+	r, ok := s.running[e.SessionID]
 	s.mu.Unlock()
-	return ok && r.a.AdmissionID == admissionID && r.a.Generation() == gen && r.ctx.Err() == nil
+	return ok && r.a.Execution() == e && r.ctx.Err() == nil
 }

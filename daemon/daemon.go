@@ -171,7 +171,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
-	d.prompts.SetLive(d.sched.IsLive)
+	d.prompts.SetLive(d.sched)
 	d.mux = d.routes()
 	d.pairMux = d.pairRoutes()
 

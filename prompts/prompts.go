@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
@@ -106,16 +107,18 @@ type Outcome struct {
 	Response   json.RawMessage
 }
 
-// LiveFunc reports whether admissionID runs generation gen in sessionID
-// right now and has not been asked to stop.
-type LiveFunc func(sessionID, admissionID string, gen int64) bool
+// Liveness answers whether an execution runs in this daemon right now and
+// has not been asked to stop (admission.Scheduler).
+type Liveness interface {
+	IsLive(e admission.Execution) bool
+}
 
 // Manager opens, answers and closes prompts. Safe for concurrent use.
 type Manager struct {
 	db    *store.DB
 	epoch int64
 	log   *slog.Logger
-	live  LiveFunc
+	live  Liveness
 
 	mu      sync.Mutex
 	waiters map[string]chan Outcome
@@ -129,11 +132,18 @@ func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
 	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]chan Outcome{}}
 }
 
-// SetLive sets the liveness check used by Respond; set it before serving.
-func (m *Manager) SetLive(f LiveFunc) { m.live = f }
+// SetLive sets the in-memory liveness used by Respond; set it before
+// serving. Without one, only the durable fence (admission.Execution.Check)
+// decides.
+func (m *Manager) SetLive(l Liveness) { m.live = l }
+
+// Execution is the execution the prompt belongs to.
+func (p Prompt) Execution() admission.Execution {
+	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, OwnerEpoch: p.OwnerEpoch}
+}
 
 func (m *Manager) isLive(p Prompt) bool {
-	return p.OwnerEpoch == m.epoch && (m.live == nil || m.live(p.SessionID, p.AdmissionID, p.ExecutionGeneration))
+	return p.OwnerEpoch == m.epoch && (m.live == nil || m.live.IsLive(p.Execution()))
 }
 
 // deliver hands o to the waiter of o.PromptID, if one waits. Called after
@@ -170,6 +180,7 @@ type Ask struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
+	OwnerEpoch  int64 // the execution's owner epoch (admission.Execution); 0: the manager's epoch
 	Kind        string        // KindApproval or KindClarify
 	Payload     any           // JSON object shown to the user
 	Timeout     time.Duration // after this the prompt closes timed_out
@@ -186,9 +197,12 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if a.OwnerEpoch == 0 {
+		a.OwnerEpoch = m.epoch
+	}
 	now := time.Now()
 	p := Prompt{PromptID: "prm_" + uuid.Must(uuid.NewV7()).String(), SessionID: a.SessionID, AdmissionID: a.AdmissionID,
-		ExecutionGeneration: a.Generation, OwnerEpoch: m.epoch, Kind: a.Kind, Payload: string(payload), Status: "open",
+		ExecutionGeneration: a.Generation, OwnerEpoch: a.OwnerEpoch, Kind: a.Kind, Payload: string(payload), Status: "open",
 		CreatedAt: store.FormatTime(now)}
 	if a.Timeout > 0 {
 		p.ExpiresAt = sql.NullString{String: store.FormatTime(now.Add(a.Timeout)), Valid: true}
@@ -203,17 +217,16 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		m.mu.Unlock()
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
-		res, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
-			SELECT ?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL
-			WHERE EXISTS (SELECT 1 FROM session_admissions WHERE admission_id = ? AND target_session_id = ?
-			              AND status = 'started' AND execution_generation = ? AND owner_epoch = ?)`,
-			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt,
-			p.AdmissionID, p.SessionID, p.ExecutionGeneration, m.epoch)
-		if err != nil {
+		if err := p.Execution().Check(tx); err != nil {
+			if errors.Is(err, admission.ErrFenced) {
+				return fmt.Errorf("%w: %w", ErrNotLive, err)
+			}
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return ErrNotLive
+		if _, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL)`,
+			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt); err != nil {
+			return err
 		}
 		_, err = tx.AppendEvent(p.SessionID, protocol.EventPromptOpened, p.AdmissionID, p.ExecutionGeneration, protocol.PromptOpenedPayload{Prompt: p.Wire()})
 		return err
@@ -306,12 +319,16 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	}
 	status := StatusResolved
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := p.Execution().Check(tx); err != nil {
+			if errors.Is(err, admission.ErrFenced) {
+				return fmt.Errorf("%w: execution %d of prompt %s has ended: %w", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID, err)
+			}
+			return err
+		}
 		var got Prompt
 		err := tx.Get(&got, `UPDATE prompts SET status = 'closed', resolution = 'answered', response = ?, closed_at = ?
-			WHERE prompt_id = ? AND status = 'open' AND owner_epoch = ?
-			  AND EXISTS (SELECT 1 FROM session_admissions a WHERE a.admission_id = prompts.admission_id
-			              AND a.status = 'started' AND a.execution_generation = prompts.execution_generation)
-			RETURNING `+columns, string(r.Answer), store.Now(), p.PromptID, m.epoch)
+			WHERE prompt_id = ? AND status = 'open'
+			RETURNING `+columns, string(r.Answer), store.Now(), p.PromptID)
 		if errors.Is(err, sql.ErrNoRows) {
 			cur, err := getPrompt(tx, p.PromptID)
 			if err != nil {
