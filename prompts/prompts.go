@@ -180,7 +180,7 @@ type Ask struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	OwnerEpoch  int64 // the execution's owner epoch (admission.Execution); 0: the manager's epoch
+	OwnerEpoch  int64         // the execution's owner epoch (admission.Execution); 0: the manager's epoch
 	Kind        string        // KindApproval or KindClarify
 	Payload     any           // JSON object shown to the user
 	Timeout     time.Duration // after this the prompt closes timed_out
