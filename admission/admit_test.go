@@ -353,7 +353,10 @@ func TestClaim(t *testing.T) {
 			a.Status != admission.StatusStarted || !a.StartedAt.Valid {
 			t.Fatalf("claim: row %+v, session gen %d→%d", a, before.Gen, after.Gen)
 		}
-		if row := e.mustRow(a.AdmissionID); row != a {
+		if a.SessionEpoch < 1 {
+			t.Fatalf("claim under owner epoch %d", a.SessionEpoch)
+		}
+		if row, ret := e.mustRow(a.AdmissionID), a; func() bool { ret.SessionEpoch = 0; return row != ret }() {
 			t.Fatalf("returned %+v, stored %+v", a, row)
 		}
 		if len(gens) > 0 && a.Generation() <= gens[len(gens)-1] {

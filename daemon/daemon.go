@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/sandbox"
@@ -53,7 +54,16 @@ type Daemon struct {
 	prompts *prompts.Manager
 	hub     *hub
 	mux     *rpc.Mux
-	metrics *metrics
+
+	// The cluster (cluster.go): the store's dialect, the bus between the
+	// daemons sharing it, this daemon's lease, and the wake-ups it serves.
+	dialect    cluster.Dialect
+	bus        *cluster.Bus
+	member     *cluster.Member
+	wakeups    *wakeSet
+	wakeDone   chan struct{}
+	stopListen []func()
+	metrics    *metrics
 
 	metricsSrv  *http.Server // metrics_listen, when set
 	metricsAddr string
@@ -140,11 +150,17 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("record boot epoch: %w", err)
 	}
-	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession}
+	if err := d.joinCluster(ctx); err != nil {
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
 	d.prompts = prompts.NewManager(d.db, d.epoch, log)
-	// Recovery is a named step before serving: started rows of earlier
-	// processes become unknown and their prompts close.
-	rec, err := d.queue.Recover(ctx, d.prompts.FenceEarlierEpochs)
+	d.prompts.SetCluster(d.bus, d.dialect)
+	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
+		Dialect: d.dialect, Label: cfg.Cluster.Label, OnTake: d.prompts.FenceSession, Bus: d.bus}
+	// Recovery is a named step before serving: this daemon takes every
+	// session whose owner is gone (on SQLite: every session), their started
+	// rows become unknown and their prompts close.
+	rec, err := d.queue.Recover(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("boot recovery: %w", err)
 	}
@@ -204,6 +220,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn("no model.default in config.yaml: session.create must name a model", "config", filepath.Join(opt.Home, ConfigFile))
 	}
 	d.sched.Start(rec.Sessions)
+	d.startCluster()
 	log.Info("sessiond listening", "url", d.desc.URL, "home", opt.Home, "boot_epoch", d.epoch,
 		"pid", d.desc.PID, "version", Version, "unknown_admissions", len(rec.Unknown))
 	return d, nil
@@ -227,6 +244,10 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if err := d.sched.Stop(ctx); err != nil {
 			d.stopErr = fmt.Errorf("settle running turns: %w", err)
 		}
+		// Hand over at once: another daemon resumes the queues.
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.stopCluster(hctx)
+		hcancel()
 		d.connMu.Lock()
 		for c := range d.conns {
 			c.Close(websocket.StatusGoingAway, "daemon stopping")

@@ -101,7 +101,7 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 type journal struct{ d *Daemon }
 
 func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
-	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch}
+	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, OwnerEpoch: t.OwnerEpoch}
 	if err := x.Check(tx); err != nil {
 		if errors.Is(err, admission.ErrFenced) {
 			return fmt.Errorf("%w: %w", agent.ErrNotLive, err)

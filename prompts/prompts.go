@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
@@ -89,12 +90,12 @@ func (p Prompt) Wire() protocol.Prompt {
 		Payload: json.RawMessage(p.Payload), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt.String}
 }
 
-// OpenForSession returns the open prompts of sessionID owned by epoch, in
-// creation order.
+// OpenForSession returns the open prompts of sessionID opened by daemon
+// epoch (any daemon when epoch <= 0), in creation order.
 func OpenForSession(q store.Queryer, sessionID string, epoch int64) ([]Prompt, error) {
 	var ps []Prompt
-	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND owner_epoch = ?
-		ORDER BY created_at, prompt_id`, sessionID, epoch)
+	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND (? <= 0 OR owner_epoch = ?)
+		ORDER BY created_at, prompt_id`, sessionID, epoch, epoch)
 	return ps, store.Classify(err)
 }
 
@@ -120,8 +121,57 @@ type Manager struct {
 	log   *slog.Logger
 	live  Liveness
 
+	dialect cluster.Dialect
+	bus     *cluster.Bus
+
 	mu      sync.Mutex
-	waiters map[string]chan Outcome
+	waiters map[string]waiter
+}
+
+// waiter is an Ask waiting for its prompt's outcome.
+type waiter struct {
+	sessionID string
+	ch        chan Outcome
+}
+
+// SetCluster makes the manager part of a cluster of daemons sharing the
+// store: an answer given here to a prompt of a turn that runs on another
+// daemon is judged from the store (its owner's lease on the database's
+// clock included) and wakes that daemon through bus (ChannelSessions),
+// which then calls Poll. Set it before serving.
+func (m *Manager) SetCluster(bus *cluster.Bus, d cluster.Dialect) { m.bus, m.dialect = bus, d }
+
+// Poll delivers to the Asks waiting in sessionID the outcome of their
+// prompts closed in the store meanwhile (answered on another daemon, or
+// closed by a takeover). Safe to call at any time; store errors are
+// returned and nothing is delivered for them.
+func (m *Manager) Poll(ctx context.Context, sessionID string) error {
+	m.mu.Lock()
+	var ids []string
+	for id, w := range m.waiters {
+		if sessionID == "" || w.sessionID == sessionID {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		var p Prompt
+		err := m.db.Get(ctx, &p, `SELECT `+columns+` FROM prompts WHERE prompt_id = ?`, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if p.Status != "closed" {
+			continue
+		}
+		o := Outcome{PromptID: p.PromptID, Resolution: p.Resolution.String}
+		if p.Response.Valid {
+			o.Response = json.RawMessage(p.Response.String)
+		}
+		m.deliver(o)
+	}
+	return nil
 }
 
 // NewManager returns a Manager for the daemon of boot epoch.
@@ -129,7 +179,7 @@ func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]chan Outcome{}}
+	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]waiter{}}
 }
 
 // SetLive sets the in-memory liveness used by Respond; set it before
@@ -137,24 +187,29 @@ func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
 // decides.
 func (m *Manager) SetLive(l Liveness) { m.live = l }
 
-// Execution is the execution the prompt belongs to.
+// Execution is the execution the prompt belongs to; its OwnerEpoch (the
+// session's token) is not known from the prompt (0).
 func (p Prompt) Execution() admission.Execution {
-	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, OwnerEpoch: p.OwnerEpoch}
+	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.OwnerEpoch}
 }
 
+// isLive is the in-memory half of the fence: a prompt opened by this daemon
+// is live only while its scheduler runs the execution and has not asked it
+// to stop. A prompt of another daemon is judged from the store alone
+// (admission.Execution.CheckAnswerable).
 func (m *Manager) isLive(p Prompt) bool {
-	return p.OwnerEpoch == m.epoch && (m.live == nil || m.live.IsLive(p.Execution()))
+	return p.OwnerEpoch != m.epoch || m.live == nil || m.live.IsLive(p.Execution())
 }
 
 // deliver hands o to the waiter of o.PromptID, if one waits. Called after
 // commit only.
 func (m *Manager) deliver(o Outcome) {
 	m.mu.Lock()
-	ch := m.waiters[o.PromptID]
+	w, ok := m.waiters[o.PromptID]
 	delete(m.waiters, o.PromptID)
 	m.mu.Unlock()
-	if ch != nil {
-		ch <- o // buffered 1; each waiter gets one delivery
+	if ok {
+		w.ch <- o // buffered 1; each waiter gets one delivery
 	}
 }
 
@@ -180,7 +235,7 @@ type Ask struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	OwnerEpoch  int64         // the execution's owner epoch (admission.Execution); 0: the manager's epoch
+	OwnerEpoch  int64         // the session's owner epoch of the execution (admission.Execution)
 	Kind        string        // KindApproval or KindClarify
 	Payload     any           // JSON object shown to the user
 	Timeout     time.Duration // after this the prompt closes timed_out
@@ -197,19 +252,16 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if a.OwnerEpoch == 0 {
-		a.OwnerEpoch = m.epoch
-	}
 	now := time.Now()
 	p := Prompt{PromptID: "prm_" + uuid.Must(uuid.NewV7()).String(), SessionID: a.SessionID, AdmissionID: a.AdmissionID,
-		ExecutionGeneration: a.Generation, OwnerEpoch: a.OwnerEpoch, Kind: a.Kind, Payload: string(payload), Status: "open",
+		ExecutionGeneration: a.Generation, OwnerEpoch: m.epoch, Kind: a.Kind, Payload: string(payload), Status: "open",
 		CreatedAt: store.FormatTime(now)}
 	if a.Timeout > 0 {
 		p.ExpiresAt = sql.NullString{String: store.FormatTime(now.Add(a.Timeout)), Valid: true}
 	}
 	ch := make(chan Outcome, 1)
 	m.mu.Lock()
-	m.waiters[p.PromptID] = ch
+	m.waiters[p.PromptID] = waiter{sessionID: p.SessionID, ch: ch}
 	m.mu.Unlock()
 	forget := func() {
 		m.mu.Lock()
@@ -217,7 +269,8 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		m.mu.Unlock()
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
-		if err := p.Execution().Check(tx); err != nil {
+		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.epoch, OwnerEpoch: a.OwnerEpoch}
+		if err := x.Check(tx); err != nil {
 			if errors.Is(err, admission.ErrFenced) {
 				return fmt.Errorf("%w: %w", ErrNotLive, err)
 			}
@@ -319,7 +372,14 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	}
 	status := StatusResolved
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
-		if err := p.Execution().Check(tx); err != nil {
+		x := p.Execution()
+		fence := x.Check(tx)
+		if p.OwnerEpoch != m.epoch {
+			// Answered on a daemon that does not run the turn: the store
+			// alone decides, the owner's lease included.
+			fence = x.CheckAnswerable(tx, m.dialect)
+		}
+		if err := fence; err != nil {
 			if errors.Is(err, admission.ErrFenced) {
 				return fmt.Errorf("%w: execution %d of prompt %s has ended: %w", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID, err)
 			}
@@ -343,6 +403,9 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 			if err := recordAllowance(tx, got, r.Answer); err != nil {
 				return err
 			}
+		}
+		if m.bus != nil && got.OwnerEpoch != m.epoch {
+			m.bus.Notify(tx, cluster.ChannelSessions, got.SessionID)
 		}
 		return m.closeEventBy(tx, got, ResolutionAnswered, r.Answer, r.AnsweredBy)
 	})
@@ -402,13 +465,30 @@ func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 	return nil
 }
 
+// FenceSession is the takeover hook (admission.Queue.OnTake): the open
+// prompts of sessionID opened by other daemons close as fenced, each with a
+// prompt.closed event, so that their ids answer stale_generation.
+func (m *Manager) FenceSession(tx *store.Tx, sessionID string) error {
+	var ps []Prompt
+	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
+		WHERE session_id = ? AND status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), sessionID, m.epoch); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := m.closeEvent(tx, p, ResolutionFenced, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Stop wakes every remaining waiter with interrupted.
 func (m *Manager) Stop() {
 	m.mu.Lock()
 	ws := m.waiters
-	m.waiters = map[string]chan Outcome{}
+	m.waiters = map[string]waiter{}
 	m.mu.Unlock()
-	for id, ch := range ws {
-		ch <- Outcome{PromptID: id, Resolution: ResolutionInterrupted}
+	for id, w := range ws {
+		w.ch <- Outcome{PromptID: id, Resolution: ResolutionInterrupted}
 	}
 }

@@ -68,6 +68,8 @@ func (e *env) addStarted(t *testing.T, session, admission string, seq, gen, epoc
 	e.exec(t, `INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
 		execution_generation, owner_epoch, text, payload_digest, created_at, started_at)
 		VALUES (?, ?, ?, ?, 'started', ?, ?, 'text', 'digest', ?, ?)`, admission, session, "in-"+admission, seq, gen, epoch, store.Now(), store.Now())
+	// The daemon that started it owns the session (admission.Execution).
+	e.exec(t, `UPDATE sessions SET owner_daemon = ? WHERE session_id = ?`, epoch, session)
 }
 
 // waitEvent waits for an event matching f and returns it.
