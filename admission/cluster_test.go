@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
@@ -181,6 +182,15 @@ func TestTakeOrphansWithinCapacityAndLabels(t *testing.T) {
 	if len(taken) != 3 || !got["s1"] || got["s4"] {
 		t.Fatalf("took %v: want s1 (urgent) and two queued ones, never the pinned s4", got)
 	}
+	more, err := b.TakeOrphans(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range more {
+		if tk.SessionID == "s4" {
+			t.Fatalf("TakeOrphans took s4, pinned to another label")
+		}
+	}
 	if _, _, err := b.Take(ctx, "s4"); !errors.Is(err, admission.ErrNotOwner) {
 		t.Fatalf("take of a session pinned to another label: %v", err)
 	}
@@ -209,8 +219,13 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("Release = %v %v", ids, err)
 	}
-	if got := <-woken; got != "s" {
-		t.Fatalf("woken %q", got)
+	select {
+	case got := <-woken:
+		if got != "s" {
+			t.Fatalf("woken %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release woke no daemon (ChannelSessions)")
 	}
 	if o := e.owner("s"); o.Daemon != nil || o.Epoch != 2 {
 		t.Fatalf("owner after release %+v", o)
