@@ -479,6 +479,10 @@ func (m *Manager) FenceSession(tx *store.Tx, sessionID string) error {
 			return err
 		}
 	}
+	if len(ps) > 0 && m.bus != nil {
+		// The daemon that opened them, if it still runs, wakes its waiters.
+		m.bus.Notify(tx, cluster.ChannelSessions, sessionID)
+	}
 	return nil
 }
 
