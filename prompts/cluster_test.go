@@ -60,9 +60,13 @@ func TestAnswerOnAnotherDaemonUsesTheDurableState(t *testing.T) {
 		setup func(t *testing.T, e *env)
 	}{
 		"owner's lease expired": {func(t *testing.T, e *env) { e.daemon(t, 1, -1) }},
-		"interrupt requested":   {func(t *testing.T, e *env) { e.exec(t, `UPDATE sessions SET interrupt_generation = 1 WHERE session_id = 's1'`) }},
-		"session taken":         {func(t *testing.T, e *env) { e.exec(t, `UPDATE sessions SET owner_daemon = 3 WHERE session_id = 's1'`) }},
-		"turn settled":          {func(t *testing.T, e *env) { e.exec(t, `UPDATE session_admissions SET status = 'terminal', outcome = 'completed' WHERE admission_id = 'a1'`) }},
+		"interrupt requested": {func(t *testing.T, e *env) {
+			e.exec(t, `UPDATE sessions SET interrupt_generation = 1 WHERE session_id = 's1'`)
+		}},
+		"session taken": {func(t *testing.T, e *env) { e.exec(t, `UPDATE sessions SET owner_daemon = 3 WHERE session_id = 's1'`) }},
+		"turn settled": {func(t *testing.T, e *env) {
+			e.exec(t, `UPDATE session_admissions SET status = 'terminal', outcome = 'completed' WHERE admission_id = 'a1'`)
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t)
