@@ -213,7 +213,7 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	bus := cluster.NewBus(e.db)
 	a.Bus = bus
 	woken := make(chan string, 4)
-	stop := bus.Listen(cluster.ChannelSessions, func(p string) { woken <- p })
+	stop := cluster.NewBus(e.db).Listen(cluster.ChannelSessions, func(p string) { woken <- p })
 	defer stop()
 	ids, err := a.Release(ctx)
 	if err != nil || len(ids) != 1 {

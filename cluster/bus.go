@@ -26,15 +26,25 @@ const (
 // On this branch the transport is in-process (every Bus of one *store.DB
 // shares it), which is exactly the SQLite semantics; on PostgreSQL it is
 // the store's Tx.Notify / DB.Listen (pg_notify and LISTEN).
+//
+// Each daemon has its own Bus. In-process, a notification is not delivered
+// to the Bus that sent it: a daemon acts on its own writes directly.
 type Bus struct {
 	db  *store.DB
 	hub *localHub
+	id  int
 }
 
 type localHub struct {
-	mu   sync.Mutex
-	next int
-	subs map[string]map[int]func(string)
+	mu    sync.Mutex
+	next  int
+	buses int
+	subs  map[string]map[int]listener
+}
+
+type listener struct {
+	bus int
+	fn  func(string)
 }
 
 var (
@@ -48,17 +58,21 @@ func NewBus(db *store.DB) *Bus {
 	defer hubsMu.Unlock()
 	h := hubs[db]
 	if h == nil {
-		h = &localHub{subs: map[string]map[int]func(string){}}
+		h = &localHub{subs: map[string]map[int]listener{}}
 		hubs[db] = h
 	}
-	return &Bus{db: db, hub: h}
+	h.mu.Lock()
+	h.buses++
+	id := h.buses
+	h.mu.Unlock()
+	return &Bus{db: db, hub: h, id: id}
 }
 
 // Notify sends payload on channel when tx commits (never if it rolls
 // back). fn of every Listen on the channel, on every daemon of the store,
 // receives it; it must not block.
 func (b *Bus) Notify(tx *store.Tx, channel, payload string) {
-	tx.OnCommit(func() { b.hub.deliver(channel, payload) })
+	tx.OnCommit(func() { b.hub.deliver(b.id, channel, payload) })
 }
 
 // Publish sends payload on channel outside any transaction, for what is
@@ -66,7 +80,7 @@ func (b *Bus) Notify(tx *store.Tx, channel, payload string) {
 // blocks: on PostgreSQL the notifications are batched into one
 // pg_notify transaction; in-process they are delivered at once.
 func (b *Bus) Publish(channel, payload string) {
-	b.hub.deliver(channel, payload)
+	b.hub.deliver(b.id, channel, payload)
 }
 
 // Listen calls fn with the payload of every notification on channel until
@@ -78,9 +92,9 @@ func (b *Bus) Listen(channel string, fn func(payload string)) (stop func()) {
 	id := h.next
 	h.next++
 	if h.subs[channel] == nil {
-		h.subs[channel] = map[int]func(string){}
+		h.subs[channel] = map[int]listener{}
 	}
-	h.subs[channel][id] = fn
+	h.subs[channel][id] = listener{bus: b.id, fn: fn}
 	h.mu.Unlock()
 	return func() {
 		h.mu.Lock()
@@ -89,11 +103,13 @@ func (b *Bus) Listen(channel string, fn func(payload string)) (stop func()) {
 	}
 }
 
-func (h *localHub) deliver(channel, payload string) {
+func (h *localHub) deliver(from int, channel, payload string) {
 	h.mu.Lock()
 	fns := make([]func(string), 0, len(h.subs[channel]))
-	for _, fn := range h.subs[channel] {
-		fns = append(fns, fn)
+	for _, l := range h.subs[channel] {
+		if l.bus != from {
+			fns = append(fns, l.fn)
+		}
 	}
 	h.mu.Unlock()
 	for _, fn := range fns {

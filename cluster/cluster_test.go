@@ -162,6 +162,7 @@ func TestBusDeliversAfterCommitOnly(t *testing.T) {
 			t.Fatalf("%q never arrived", want)
 		}
 	}
+	b.Publish(cluster.ChannelSessions, "to itself")
 	stop()
 	a.Publish(cluster.ChannelSessions, "after stop")
 	select {

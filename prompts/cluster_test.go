@@ -26,11 +26,11 @@ func (e *env) daemon(t *testing.T, epoch, leaseMS int64) {
 func twoDaemons(t *testing.T, e *env) *prompts.Manager {
 	e.daemon(t, 1, 60_000)
 	e.daemon(t, 2, 60_000)
-	bus := cluster.NewBus(e.db)
-	e.m.SetCluster(bus, cluster.SQLite)
+	bus1, bus2 := cluster.NewBus(e.db), cluster.NewBus(e.db)
+	e.m.SetCluster(bus1, cluster.SQLite)
 	m2 := prompts.NewManager(e.db, 2, nil)
-	m2.SetCluster(bus, cluster.SQLite)
-	stop := bus.Listen(cluster.ChannelSessions, func(sessionID string) {
+	m2.SetCluster(bus2, cluster.SQLite)
+	stop := bus1.Listen(cluster.ChannelSessions, func(sessionID string) {
 		go e.m.Poll(context.Background(), sessionID)
 	})
 	t.Cleanup(stop)
