@@ -221,6 +221,11 @@ type AdmitRequest struct {
 	// Sender is who submits it, JSON {"id","label","client","version"}
 	// (rpc.Sender); nil stores NULL. A duplicate keeps the first sender.
 	Sender json.RawMessage
+	// Take, when set, makes the admitting daemon the session's owner in the
+	// same transaction when it has no live owner (Queue.Take), so that the
+	// daemon that got the input runs it rather than whichever daemon hears
+	// of it first. The daemon sets it while it has free capacity.
+	Take bool
 }
 
 // Admit commits a queued admission for req, or returns the existing one
@@ -269,6 +274,17 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
 		} else if err != nil {
 			return err
+		}
+		if req.Take {
+			o, err := q.owner(tx, req.SessionID)
+			if err != nil {
+				return err
+			}
+			if !q.mine(o) && q.takeable(o) {
+				if _, err := q.take(tx, req.SessionID, o); err != nil {
+					return err
+				}
+			}
 		}
 		a := Admission{AdmissionID: "adm_" + uuid.Must(uuid.NewV7()).String(), SessionID: req.SessionID,
 			InputID: req.InputID, Seq: seq, Status: StatusQueued, Text: req.Text,

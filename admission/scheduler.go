@@ -322,7 +322,11 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 		s.log.Error("a turn's final write failed; settling it failed without it", "admission_id", r.a.AdmissionID, "err", fe.err)
 		final, err = s.settle(r, OutcomeFailed, fmt.Sprintf("persist the turn's end: %v", fe.err), nil)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrFenced) || (err != nil && errors.Is(context.Cause(ctx), ErrLeaseLost)):
+		s.log.Warn("the turn was fenced: another daemon owns its session now, which applied the boot rules to it; nothing more of it was written",
+			"admission_id", r.a.AdmissionID, "err", err)
+	case err != nil:
 		s.log.Error("settle failed; the admission stays started and becomes unknown at the next boot",
 			"admission_id", r.a.AdmissionID, "err", err)
 	}

@@ -23,8 +23,8 @@ const (
 // receiver reads the tables. After a listener's connection was lost, fn("")
 // is called: notifications may have been missed, resync from the tables.
 //
-// On this branch the transport is in-process (every Bus of one *store.DB
-// shares it), which is exactly the SQLite semantics; on PostgreSQL it is
+// On this branch the transport is in-process (every Bus of one database
+// file in this process shares it), which is exactly the SQLite semantics; on PostgreSQL it is
 // the store's Tx.Notify / DB.Listen (pg_notify and LISTEN).
 //
 // Each daemon has its own Bus. In-process, a notification is not delivered
@@ -49,17 +49,18 @@ type listener struct {
 
 var (
 	hubsMu sync.Mutex
-	hubs   = map[*store.DB]*localHub{}
+	hubs   = map[string]*localHub{} // by database file: one database, one hub
+
 )
 
 // NewBus returns the bus of db.
 func NewBus(db *store.DB) *Bus {
 	hubsMu.Lock()
 	defer hubsMu.Unlock()
-	h := hubs[db]
+	h := hubs[db.Path()]
 	if h == nil {
 		h = &localHub{subs: map[string]map[int]listener{}}
-		hubs[db] = h
+		hubs[db.Path()] = h
 	}
 	h.mu.Lock()
 	h.buses++

@@ -207,14 +207,21 @@ func (m *Member) Beat() {
 	}
 }
 
-// Stop ends the heartbeats and gives the lease up (lease_expires_ms NULL):
-// whatever this daemon still owns may be taken at once.
-func (m *Member) Stop(ctx context.Context) error {
+// Halt ends the heartbeats (and the self-fence timer) without giving the
+// lease up: the daemon looks paused or cut off to the others, whose
+// takeover starts when the lease expires. For tests and fault drills.
+func (m *Member) Halt() {
 	if m.stop != nil {
 		close(m.stop)
 		<-m.done
 		m.stop = nil
 	}
+}
+
+// Stop ends the heartbeats and gives the lease up (lease_expires_ms NULL):
+// whatever this daemon still owns may be taken at once.
+func (m *Member) Stop(ctx context.Context) error {
+	m.Halt()
 	err := m.db.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = NULL WHERE epoch = ?`, m.id)
 		return err

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/store"
 )
 
 // The daemon's part in a cluster of daemons sharing one store
@@ -24,7 +26,7 @@ import (
 func (d *Daemon) joinCluster(ctx context.Context) error {
 	d.dialect = cluster.DetectDialect(ctx, d.db)
 	d.bus = cluster.NewBus(d.db)
-	if d.dialect == cluster.SQLite {
+	if d.dialect == cluster.SQLite && d.exclusive {
 		if err := cluster.ExpireOthers(ctx, d.db, d.epoch); err != nil {
 			return err
 		}
@@ -268,5 +270,67 @@ func (w *wakeSet) next() (ids []string, all, ok bool) {
 		}
 		w.mu.Unlock()
 		<-w.signal
+	}
+}
+
+// interruptElsewhere is session.interrupt for a turn that runs on another
+// daemon: the request is durable (sessions.interrupt_generation, read by
+// the owner when ChannelSessions wakes it, and by every answer's fence),
+// and the call returns once the turn no longer runs (settled, or unknown
+// after a takeover) or ctx ends. gen, when > 0, must be the running
+// generation.
+func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen int64) (any, error) {
+	var run struct {
+		AdmissionID string `db:"admission_id"`
+		Generation  int64  `db:"execution_generation"`
+		Daemon      int64  `db:"owner_epoch"`
+	}
+	err := d.db.Get(ctx, &run, `SELECT admission_id, execution_generation, owner_epoch FROM session_admissions
+		WHERE status <> 'terminal' AND target_session_id = ? AND status = 'started'`, sessionID)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && run.Daemon == d.epoch) {
+		return rpc.InterruptResult{}, nil // nothing runs (or it just settled here)
+	} else if err != nil {
+		return nil, err
+	}
+	if gen > 0 && gen != run.Generation {
+		return nil, rpc.Errorf(rpc.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation).
+			With("execution_generation", run.Generation)
+	}
+	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(`UPDATE sessions SET interrupt_generation = ? WHERE session_id = ?`, run.Generation, sessionID); err != nil {
+			return err
+		}
+		d.bus.Notify(tx, cluster.ChannelSessions, sessionID)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	d.log.Info("interrupt requested for a turn running on another daemon", "session_id", sessionID,
+		"admission_id", run.AdmissionID, "execution_generation", run.Generation, "daemon", run.Daemon)
+	// The owner acts on its own; the row says when the turn stopped.
+	wait := 20 * time.Millisecond
+	for {
+		var st struct {
+			Status  string         `db:"status"`
+			Outcome sql.NullString `db:"outcome"`
+		}
+		if err := d.db.Get(ctx, &st, `SELECT status, outcome FROM session_admissions WHERE admission_id = ?`, run.AdmissionID); err != nil {
+			return nil, err
+		}
+		switch {
+		case st.Status == string(admission.StatusUnknown) || st.Outcome.String == string(admission.OutcomeInterrupted):
+			id := run.AdmissionID
+			return rpc.InterruptResult{Interrupted: &id}, nil
+		case st.Status == string(admission.StatusTerminal):
+			return rpc.InterruptResult{}, nil // it ended on its own first
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 250*time.Millisecond)
 	}
 }

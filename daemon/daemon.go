@@ -36,6 +36,10 @@ type Options struct {
 	// Listen, when not empty, replaces config.yaml's listen (sessiond
 	// --listen): a loopback host:port.
 	Listen string
+	// statePath, tests only, puts state.db elsewhere than in the home, so
+	// that several in-process daemons share one SQLite database as a
+	// cluster (then no daemon may assume it is alone: see joinCluster).
+	statePath string
 }
 
 // Daemon is one running sessiond.
@@ -57,6 +61,7 @@ type Daemon struct {
 
 	// The cluster (cluster.go): the store's dialect, the bus between the
 	// daemons sharing it, this daemon's lease, and the wake-ups it serves.
+	exclusive  bool // state.db is in the locked home: no other daemon uses it
 	dialect    cluster.Dialect
 	bus        *cluster.Bus
 	member     *cluster.Member
@@ -132,15 +137,20 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}()
 	// SQLite creates state.db (and its -wal and -shm, which copy the
 	// database's mode) 0644; make it private first.
-	if f, err := os.OpenFile(filepath.Join(opt.Home, StateFile), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+	statePath := filepath.Join(opt.Home, StateFile)
+	d.exclusive = opt.statePath == ""
+	if !d.exclusive {
+		statePath = opt.statePath
+	}
+	if f, err := os.OpenFile(statePath, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		f.Close()
 	}
-	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
+	d.db, err = store.Open(ctx, statePath,
 		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
 			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log,
 			OnCommit: d.metrics.observeCommit})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w%s", filepath.Join(opt.Home, StateFile), err, diskFullHint(opt.Home))
+		return nil, fmt.Errorf("open %s: %w%s", statePath, err, diskFullHint(opt.Home))
 	}
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.observeEvent)

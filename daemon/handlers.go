@@ -271,7 +271,7 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p rpc.SubmitPara
 		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
-		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c)}, d.sched.AtCapacity)
+		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0}, d.sched.AtCapacity)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,8 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.Interr
 		return nil, err
 	}
 	if !ok {
-		return rpc.InterruptResult{}, nil
+		// Not running here: it may run on another daemon of the cluster.
+		return d.interruptElsewhere(ctx, p.SessionID, gen)
 	}
 	id := a.AdmissionID
 	return rpc.InterruptResult{Interrupted: &id}, nil
