@@ -264,7 +264,8 @@ func (h *hub) catchUpLoop() {
 
 // catchUp reads the events of sessionID after the oldest lastSeq of its
 // released subscribers and delivers each subscriber what it lacks, in
-// order.
+// order. When retention pruned events a subscriber lacks, that subscriber
+// is closed (1008): its client resumes and gets snapshot_required.
 func (h *hub) catchUp(sessionID string) {
 	h.mu.Lock()
 	from := int64(-1)
@@ -277,39 +278,67 @@ func (h *hub) catchUp(sessionID string) {
 	if from < 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var evs []store.Event
-	var complete bool
-	err := h.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		evs, complete, err = h.db.EventsAfter(tx, sessionID, from)
-		return err
-	})
+	evs, complete, err := h.eventsAfter(sessionID, from)
 	if err != nil {
 		h.log.Warn("read events committed by another daemon; retrying at the next notification", "session_id", sessionID, "err", err)
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for c, sub := range h.subs[sessionID] {
-		if !sub.released {
-			continue
-		}
-		if !complete && len(evs) == 0 {
-			// Pruned past this subscriber: it cannot get every event;
-			// closing makes the client resume, and a resume answers
-			// snapshot_required.
-			c.Close(websocket.StatusPolicyViolation, "session events were pruned past this subscription; resume")
-			continue
-		}
-		for _, e := range evs {
-			if !complete && e.Seq > sub.lastSeq+1 {
-				sub.lastSeq = e.Seq - 1 // the window starts later: skip the pruned gap
+	if complete {
+		h.mu.Lock()
+		for c, sub := range h.subs[sessionID] {
+			if sub.released {
+				for _, e := range evs {
+					h.deliverLocked(sessionID, c, sub, e)
+				}
 			}
-			h.deliverLocked(sessionID, c, sub, e)
+		}
+		h.mu.Unlock()
+		return
+	}
+	// Rare: some subscriber is behind the retained window. Judge each on
+	// its own seq, reading without the lock.
+	type one struct {
+		c   *rpc.Conn
+		sub *subscription
+		seq int64
+	}
+	var subs []one
+	h.mu.Lock()
+	for c, sub := range h.subs[sessionID] {
+		if sub.released {
+			subs = append(subs, one{c, sub, sub.lastSeq})
 		}
 	}
+	h.mu.Unlock()
+	for _, o := range subs {
+		own, ok, err := h.eventsAfter(sessionID, o.seq)
+		if err != nil {
+			h.log.Warn("read events committed by another daemon", "session_id", sessionID, "err", err)
+			continue
+		}
+		h.mu.Lock()
+		switch {
+		case h.subs[sessionID][o.c] != o.sub:
+		case !ok:
+			o.c.Close(websocket.StatusPolicyViolation, "session events were pruned past this subscription; resume")
+		default:
+			for _, e := range own {
+				h.deliverLocked(sessionID, o.c, o.sub, e)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *hub) eventsAfter(sessionID string, after int64) (evs []store.Event, complete bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = h.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		evs, complete, err = h.db.EventsAfter(tx, sessionID, after)
+		return err
+	})
+	return evs, complete, err
 }
 
 // publishDelta delivers an ephemeral event (seq null, not stored) to

@@ -85,7 +85,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 3 {
+		if err != nil || v != 4 {
 			t.Fatalf("user_version = %d, %v", v, err)
 		}
 		var n int
