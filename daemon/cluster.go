@@ -62,6 +62,7 @@ func (d *Daemon) stopCluster(ctx context.Context) {
 	if d.member == nil {
 		return
 	}
+	d.member.Halt() // no beat re-arms the expiry timer or takes sessions now
 	for _, stop := range d.stopListen {
 		stop()
 	}
@@ -70,6 +71,11 @@ func (d *Daemon) stopCluster(ctx context.Context) {
 		<-d.wakeDone
 	}
 	d.hub.stopCatchUp()
+	d.expiryMu.Lock()
+	if d.expiry != nil {
+		d.expiry.Stop()
+	}
+	d.expiryMu.Unlock()
 	released, err := d.queue.Release(ctx)
 	if err != nil {
 		d.log.Error("hand the sessions over: they are taken when this daemon's lease expires", "err", err)
@@ -100,6 +106,37 @@ func (d *Daemon) onBeat() {
 	defer cancel()
 	d.checkRunningOwnership(ctx)
 	d.takeOrphans(ctx)
+	d.armExpiry(ctx)
+}
+
+// armExpiry sets a timer for the moment the first lease of another daemon
+// that owns sessions runs out (asked of the database's clock), so that a
+// dead daemon's sessions are taken within the lease of its death rather
+// than at the next heartbeat after it. While the others live, each beat
+// moves the timer on before it fires.
+func (d *Daemon) armExpiry(ctx context.Context) {
+	var left sql.NullInt64
+	now := d.dialect.NowMS()
+	err := d.db.Get(ctx, &left, `SELECT MIN(lease_expires_ms) - `+now+` FROM boot_epochs
+		WHERE epoch <> ? AND lease_expires_ms IS NOT NULL AND lease_expires_ms > `+now+`
+		AND epoch IN (SELECT owner_daemon FROM sessions WHERE owner_daemon IS NOT NULL)`, d.epoch)
+	if err != nil || !left.Valid {
+		return
+	}
+	wait := time.Duration(left.Int64)*time.Millisecond + 20*time.Millisecond
+	d.expiryMu.Lock()
+	defer d.expiryMu.Unlock()
+	if d.expiry != nil {
+		d.expiry.Stop()
+	}
+	d.expiry = time.AfterFunc(wait, func() {
+		if d.ctx.Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, d.member.TTL())
+		defer cancel()
+		d.takeOrphans(ctx)
+	})
 }
 
 func (d *Daemon) takeOrphans(ctx context.Context) {

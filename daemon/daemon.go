@@ -66,6 +66,8 @@ type Daemon struct {
 	bus        *cluster.Bus
 	member     *cluster.Member
 	wakeups    *wakeSet
+	expiryMu   sync.Mutex
+	expiry     *time.Timer // armExpiry
 	wakeDone   chan struct{}
 	stopListen []func()
 	metrics    *metrics
