@@ -229,6 +229,9 @@ func TestClusterGracefulHandover(t *testing.T) {
 	one := submit(t, e.ca, e.sid, "in-1", "one")
 	<-g.Waiting()
 	two := submit(t, e.ca, e.sid, "in-2", "two")
+	if ci := clusterInfo(t, e.ca); ci.LiveDaemons != 2 || ci.OwnedSessions != 1 || ci.LeaseTTL != 3 {
+		t.Fatalf("A's daemon.info cluster = %+v", ci)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := e.a.Stop(ctx); err != nil {
@@ -240,6 +243,9 @@ func TestClusterGracefulHandover(t *testing.T) {
 	}
 	if _, _, daemon := e.admissionRow(t, two.AdmissionID); daemon != e.b.epoch {
 		t.Fatalf("the queued input ran on daemon %d, want B (%d)", daemon, e.b.epoch)
+	}
+	if ci := clusterInfo(t, e.cb); ci.LiveDaemons != 1 || ci.OwnedSessions != 1 {
+		t.Fatalf("B's daemon.info cluster after A stopped = %+v", ci)
 	}
 	durableSeqs(t, e.cb, e.sid)
 }
@@ -280,6 +286,15 @@ func TestClusterTakeoverAfterTheLease(t *testing.T) {
 		t.Fatalf("the model got %d requests; the lost turn must not go on", n)
 	}
 	durableSeqs(t, e.cb, e.sid)
+}
+
+func clusterInfo(t *testing.T, c *fixtures.Client) rpc.ClusterInfo {
+	t.Helper()
+	var info rpc.DaemonInfo
+	if err := c.Call(context.Background(), rpc.MethodDaemonInfo, map[string]any{}, &info); err != nil || info.Cluster == nil {
+		t.Fatalf("daemon.info: %+v %v", info, err)
+	}
+	return *info.Cluster
 }
 
 func mustField(raw json.RawMessage, key string) json.RawMessage {

@@ -133,6 +133,15 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
+	var cl struct {
+		Owned int64 `db:"owned"`
+		Live  int64 `db:"live"`
+	}
+	if err := d.db.Get(ctx, &cl, `SELECT (SELECT count(*) FROM sessions WHERE owner_daemon = ?) AS owned,
+		(SELECT count(*) FROM boot_epochs WHERE lease_expires_ms > `+d.dialect.NowMS()+`) AS live`, d.epoch); err != nil {
+		return nil, err
+	}
+	info.Cluster = &rpc.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: cl.Owned, LiveDaemons: cl.Live}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage = rpc.StorageInfo{WALBytes: st.WALBytes, LastCheckpointAt: store.FormatTime(st.At), CheckpointBusy: st.Busy}
 		if st.Err != nil {
