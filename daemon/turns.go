@@ -67,7 +67,7 @@ func (e *executor) model(s agent.Session) agent.Model {
 
 // Run implements admission.Executor.
 func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
-	s, err := getSession(e.d.db.Reader(), t.Admission.SessionID)
+	s, err := getSession(e.d.db.Reads(ctx), t.Admission.SessionID)
 	if err != nil {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
@@ -111,7 +111,7 @@ func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
 }
 
 func (j *journal) Transcript(ctx context.Context, t agent.Turn) ([]agent.Stored, error) {
-	ms, err := store.Transcript(j.d.db.Reader(), t.SessionID)
+	ms, err := store.Transcript(j.d.db.Reads(ctx), t.SessionID)
 	if err != nil {
 		return nil, err
 	}
