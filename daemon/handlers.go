@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/protocol"
@@ -132,8 +131,9 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
+	info.Storage = rpc.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
-		info.Storage = rpc.StorageInfo{WALBytes: st.WALBytes, LastCheckpointAt: store.FormatTime(st.At), CheckpointBusy: st.Busy}
+		info.Storage.WALBytes, info.Storage.LastCheckpointAt, info.Storage.CheckpointBusy = st.WALBytes, store.FormatTime(st.At), st.Busy
 		if st.Err != nil {
 			info.Storage.CheckpointError = st.Err.Error()
 		}

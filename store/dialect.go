@@ -44,7 +44,7 @@ func CheckDSN(dsn string) error {
 		return fmt.Errorf("DSN is not a URL (want postgres://USER:PASSWORD@HOST:PORT/DBNAME)")
 	}
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		return fmt.Errorf("DSN %s: scheme must be postgres:// or postgresql://", RedactDSN(dsn))
+		return fmt.Errorf("DSN must be a postgres:// or postgresql:// URL (postgres://USER:PASSWORD@HOST:PORT/DBNAME)")
 	}
 	if strings.Trim(u.Path, "/") == "" {
 		return fmt.Errorf("DSN %s names no database (postgres://USER@HOST:PORT/DBNAME)", RedactDSN(dsn))
@@ -57,11 +57,11 @@ func CheckDSN(dsn string) error {
 
 // RedactDSN returns dsn with its password (user info or password=
 // parameter) replaced by "xxxxx", for logs and daemon.info. A DSN that is
-// not a URL is redacted whole.
+// not a postgres:// URL is redacted whole.
 func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil {
-		return "(unparsable DSN)"
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "(DSN not shown: not a postgres:// URL)"
 	}
 	if _, has := u.User.Password(); has {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
