@@ -42,13 +42,13 @@ const (
 
 // pgState is what a PostgreSQL store holds besides the pool (DB.r).
 type pgState struct {
-	cfg  *pgx.ConnConfig // for the LISTEN connection
-	seq  sequencer       // publishes commits' hooks in commit order
+	cfg *pgx.ConnConfig // for the LISTEN connection
+	seq sequencer       // publishes commits' hooks in commit order
 	// retry is held by every re-run of a transaction (see pgMaxAttempts).
 	retry sync.Mutex
-	stop chan struct{}   // closed by Close: ends the probe loop
-	done chan struct{}   // closed when the probe loop returned
-	lis  *listener
+	stop  chan struct{} // closed by Close: ends the probe loop
+	done  chan struct{} // closed when the probe loop returned
+	lis   *listener
 }
 
 // openPostgres connects to opt.DSN, applies the pending migrations under an
