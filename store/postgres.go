@@ -46,6 +46,9 @@ type pgState struct {
 	seq sequencer       // publishes commits' hooks in commit order
 	// retry is held by every re-run of a transaction (see pgMaxAttempts).
 	retry sync.Mutex
+	// afterCommit, when set (tests only), runs after each COMMIT returned,
+	// before the transaction waits for its turn to run its hooks.
+	afterCommit func()
 	stop  chan struct{} // closed by Close: ends the probe loop
 	done  chan struct{} // closed when the probe loop returned
 	lis   *listener
@@ -263,6 +266,9 @@ func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bo
 	}
 	ticket := db.pg.seq.take()
 	err = sqltx.Commit()
+	if db.pg.afterCommit != nil {
+		db.pg.afterCommit()
+	}
 	db.pg.seq.wait(ticket)
 	defer db.pg.seq.finish(ticket)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sessiond/sessiond/protocol"
@@ -156,7 +157,6 @@ func TestPostgresHooksInCommitOrder(t *testing.T) {
 	}
 	wg.Wait()
 	mu.Lock()
-	defer mu.Unlock()
 	for i, s := range seqs {
 		if s != int64(i+1) {
 			t.Fatalf("the sink got seq %d at position %d: %v", s, i, seqs)
@@ -164,6 +164,48 @@ func TestPostgresHooksInCommitOrder(t *testing.T) {
 	}
 	if len(seqs) != n/16*16 {
 		t.Fatalf("the sink got %d events", len(seqs))
+	}
+	seqs = nil
+	mu.Unlock()
+
+	// The race made certain: A commits and is held back before its hooks
+	// until B's event reached the sink (or a second passed); B reads A's
+	// row, so it began after A's COMMIT. B's event must wait for A's.
+	sunk := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seqs)
+	}
+	var first atomic.Bool
+	committed := make(chan struct{})
+	db.pg.afterCommit = func() {
+		if first.CompareAndSwap(false, true) {
+			close(committed)
+			deadline := time.Now().Add(time.Second)
+			for sunk() == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	appendOne := func() error {
+		return db.InTx(ctx, func(tx *Tx) error {
+			_, err := tx.AppendEvent("s", protocol.EventType("test.event"), "", 0, map[string]any{})
+			return err
+		})
+	}
+	errA := make(chan error, 1)
+	go func() { errA <- appendOne() }()
+	<-committed
+	if err := appendOne(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seqs) != 2 || seqs[0] > seqs[1] {
+		t.Fatalf("the sink got seqs %v: B's event before A's", seqs)
 	}
 }
 
