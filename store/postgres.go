@@ -49,9 +49,9 @@ type pgState struct {
 	// afterCommit, when set (tests only), runs after each COMMIT returned,
 	// before the transaction waits for its turn to run its hooks.
 	afterCommit func()
-	stop  chan struct{} // closed by Close: ends the probe loop
-	done  chan struct{} // closed when the probe loop returned
-	lis   *listener
+	stop        chan struct{} // closed by Close: ends the probe loop
+	done        chan struct{} // closed when the probe loop returned
+	lis         *listener
 }
 
 // openPostgres connects to opt.DSN, applies the pending migrations under an
