@@ -216,6 +216,9 @@ func (db *DB) inTxPostgres(ctx context.Context, fn func(*Tx) error) error {
 			}
 		}
 		var retry bool
+		if attempt > 0 {
+			db.reruns.Add(1)
+		}
 		if attempt == 0 {
 			retry, err = db.attemptPostgres(ctx, fn)
 		} else {

@@ -135,6 +135,7 @@ type DB struct {
 	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
 	txs     atomic.Int64
+	reruns  atomic.Int64 // PostgreSQL: attempts re-run after a serialization failure
 
 	ckpt    atomic.Pointer[CheckpointStatus]
 	ckptNow chan chan CheckpointStatus // Checkpoint's requests to the committer
@@ -257,8 +258,13 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Driver() Driver { return db.drv }
 
 // Stats reports group-commit counters: committed batches and the write
-// transactions they carried.
+// transactions they carried (on PostgreSQL each transaction is its own
+// batch).
 func (db *DB) Stats() (batches, txs int64) { return db.batches.Load(), db.txs.Load() }
+
+// Reruns is how many times InTx ran a transaction again after it failed to
+// serialize (PostgreSQL; always 0 on SQLite).
+func (db *DB) Reruns() int64 { return db.reruns.Load() }
 
 // Close stops the committer after the queued transactions ran, checkpoints
 // the WAL into the main file (PRAGMA wal_checkpoint(TRUNCATE)) and closes
