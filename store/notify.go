@@ -169,16 +169,19 @@ type listener struct {
 	db   *DB
 	mu   sync.Mutex
 	subs map[string][]*sub
-	wake chan struct{} // the channel set changed
-	stop chan struct{}
+	// cancelWait ends the connection's current wait for a notification;
+	// pending says the subscriptions changed since the loop last read them
+	// (poke sets one or the other).
+	cancelWait context.CancelFunc
+	pending    bool
+	stop       chan struct{}
 	done chan struct{}
 	run  bool
 	pid  uint32 // backend pid of the current connection (tests)
 }
 
 func newListener(db *DB) *listener {
-	return &listener{db: db, subs: map[string][]*sub{}, wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	return &listener{db: db, subs: map[string][]*sub{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (l *listener) add(s *sub) func() {
@@ -220,10 +223,16 @@ func (l *listener) add(s *sub) func() {
 	}
 }
 
+// poke tells the loop that the subscriptions changed: it ends the current
+// wait, or marks the change for the loop to see before its next wait.
 func (l *listener) poke() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancelWait != nil {
+		l.cancelWait()
+		l.cancelWait = nil
+	} else {
+		l.pending = true
 	}
 }
 
@@ -300,6 +309,7 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 	for {
 		// Bring the LISTENs in line with the subscriptions.
 		l.mu.Lock()
+		l.pending = false
 		var add, drop []string
 		for ch := range l.subs {
 			if !listening[ch] {
@@ -349,15 +359,18 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 			s.call("")
 		}
 		// Wait for a notification or a change of the subscriptions.
+		l.mu.Lock()
+		if l.pending {
+			l.mu.Unlock()
+			continue
+		}
 		wctx, wcancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-l.wake:
-				wcancel()
-			case <-wctx.Done():
-			}
-		}()
+		l.cancelWait = wcancel
+		l.mu.Unlock()
 		n, err := conn.WaitForNotification(wctx)
+		l.mu.Lock()
+		l.cancelWait = nil
+		l.mu.Unlock()
 		wcancel()
 		if err != nil {
 			if ctx.Err() != nil || conn.IsClosed() {
