@@ -372,6 +372,9 @@ func pgUnavailable(err error) bool {
 		}
 		return false
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller gave up; the database may be fine
+	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||

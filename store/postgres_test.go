@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sessiond/sessiond/fixtures/pgtest"
 	"github.com/sessiond/sessiond/protocol"
 )
 
@@ -327,5 +328,46 @@ func TestDSNChecksAndRedaction(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), t.TempDir()+"/x.db", Options{DSN: "postgres://u@h/db"}); err == nil || !strings.Contains(err.Error(), "not \"sqlite\"") {
 		t.Errorf("sqlite with a DSN: %v", err)
+	}
+}
+
+// TestPostgresServerGoneIsUnavailable: when the server goes away, writes,
+// reads and the probe fail with ErrUnavailable (not a statement error),
+// and Close still returns.
+func TestPostgresServerGoneIsUnavailable(t *testing.T) {
+	postgresOnly(t)
+	c, err := pgtest.Start(pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dsn, err := c.CreateDatabase()
+	if err != nil {
+		c.Stop()
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), "", Options{Driver: Postgres, DSN: dsn})
+	if err != nil {
+		c.Stop()
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "before") }); err != nil {
+		c.Stop()
+		t.Fatal(err)
+	}
+	c.Stop()
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "after") }); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("InTx with the server gone: %v, want ErrUnavailable", err)
+	}
+	var n int
+	if err := db.Get(ctx, &n, "SELECT count(*) FROM approval_allowlist"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Get with the server gone: %v, want ErrUnavailable", err)
+	}
+	if _, err := db.Checkpoint(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("probe with the server gone: %v, want ErrUnavailable", err)
+	}
+	if _, err := Open(ctx, "", Options{Driver: Postgres, DSN: dsn}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Open with the server gone: %v, want ErrUnavailable", err)
 	}
 }
