@@ -175,9 +175,9 @@ type listener struct {
 	cancelWait context.CancelFunc
 	pending    bool
 	stop       chan struct{}
-	done chan struct{}
-	run  bool
-	pid  uint32 // backend pid of the current connection (tests)
+	done       chan struct{}
+	run        bool
+	pid        uint32 // backend pid of the current connection (tests)
 }
 
 func newListener(db *DB) *listener {
