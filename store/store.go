@@ -477,6 +477,14 @@ type txResult struct {
 // If ctx ends before fn started, InTx returns ctx.Err() and fn never runs;
 // once fn started, InTx waits for the outcome. SQLite failures wrap
 // ErrUnavailable.
+//
+// On PostgreSQL fn runs in one SERIALIZABLE transaction of its own and runs
+// again when that transaction fails to serialize (40001) or deadlocks
+// (40P01), at most 30 times (then ErrUnavailable): fn must be re-runnable,
+// with its in-memory effects in Tx.OnCommit (the hooks of an attempt that
+// did not commit never run). A statement that failed aborts the attempt
+// (sql.ErrNoRows is not a failure): fn returns the error rather than
+// carrying on. Hooks run after COMMIT in commit order.
 func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if db.closed.Load() {
 		return ErrClosed
