@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if c := pgtest.Main(m); code == 0 {
 		code = c
 	}
+	if durable != nil {
+		durable.Stop()
+	}
 	if err := goleak.Find(); err != nil && code == 0 {
 		fmt.Fprintln(os.Stderr, "goleak:", err)
 		code = 1
@@ -29,13 +32,30 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// durable is the cluster of benchmarks, with fsync on (pgtest's shared
+// cluster has it off).
+var durable *pgtest.Cluster
+
 // testOptions is opt for the current pass: on PostgreSQL with a fresh
-// database.
+// database (for a benchmark, on a cluster with fsync on).
 func testOptions(t testing.TB, opt Options) Options {
 	t.Helper()
-	if testDriver == Postgres {
-		opt.Driver, opt.DSN = Postgres, pgtest.DSN(t)
+	if testDriver != Postgres {
+		return opt
 	}
+	opt.Driver = Postgres
+	if _, bench := t.(*testing.B); !bench {
+		opt.DSN = pgtest.DSN(t)
+		return opt
+	}
+	if durable == nil {
+		c, err := pgtest.Start(pgtest.Options{Durable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		durable = c
+	}
+	opt.DSN = durable.NewDatabase(t)
 	return opt
 }
 
