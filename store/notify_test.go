@@ -122,3 +122,29 @@ func TestListenReconnects(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestListenStopFromCallback: fn may end its own subscription; the
+// delivery goroutine goes on serving the others.
+func TestListenStopFromCallback(t *testing.T) {
+	db := openTest(t, Options{})
+	var once, other recorder
+	var stop func()
+	var mu sync.Mutex
+	mu.Lock()
+	stop = db.Listen("sessiond_sessions", func(p string) {
+		once.add(p)
+		mu.Lock()
+		s := stop
+		mu.Unlock()
+		s()
+	})
+	mu.Unlock()
+	stopOther := db.Listen("sessiond_sessions", other.add)
+	defer stopOther()
+	notify(t, db, false, [2]string{"sessiond_sessions", "1"})
+	notify(t, db, false, [2]string{"sessiond_sessions", "2"})
+	waitFor(t, "both notifications on the other listener", func() bool { return len(other.list()) == 2 })
+	if got := once.list(); !slices.Equal(got, []string{"1"}) {
+		t.Fatalf("the listener that stopped itself got %q", got)
+	}
+}
