@@ -157,7 +157,7 @@ func Digest(text string, attachments json.RawMessage) string {
 // one session (limits.max_queued_per_session); Admit refuses new inputs
 // beyond it with ErrQueueFull.
 //
-// Dialect is the store's (cluster.DetectDialect; zero: SQLite), Label this
+// Label is this
 // daemon's cluster.label (sessions pinned to another label are never taken
 // by it), OnTake runs in the transaction that takes a session (the boot
 // rules beyond the FIFO: closing its open prompts as fenced), and Bus, when
@@ -166,7 +166,6 @@ type Queue struct {
 	DB        *store.DB
 	Epoch     int64
 	MaxQueued int
-	Dialect   cluster.Dialect
 	Label     string
 	OnTake    func(tx *store.Tx, sessionID string) error
 	Bus       *cluster.Bus
@@ -199,8 +198,9 @@ func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 // PendingBounded is Pending for snapshots: at most limit admissions (the
 // oldest, which run first), texts cut to maxText bytes in SQL; more says
 // others exist.
-func PendingBounded(q store.Queryer, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
-	cols := strings.Replace(columns, "text,", "coalesce(CAST(substr(CAST(text AS BLOB), 1, ?) AS TEXT), '') AS text,", 1)
+// d is the store's driver (store.DB.Driver), for the byte cut.
+func PendingBounded(q store.Queryer, d store.Driver, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
+	cols := strings.Replace(columns, "text,", "coalesce("+d.BytePrefix("text", "?")+", '') AS text,", 1)
 	err = q.Select(&out, `SELECT `+cols+` FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq LIMIT ?`, maxText, sessionID, limit+1)
 	if len(out) > limit {
@@ -342,10 +342,10 @@ func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (protocol.
 		Queued  bool `db:"queued"`
 	}
 	if err := q.Get(&ahead, `SELECT
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ?1 AND seq < ?2) AS unknown,
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ?1 AND seq < ?2) AS started,
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ?1 AND seq < ?2) AS queued`,
-		a.SessionID, a.Seq); err != nil {
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ? AND seq < ?) AS unknown,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ? AND seq < ?) AS started,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ? AND seq < ?) AS queued`,
+		a.SessionID, a.Seq, a.SessionID, a.Seq, a.SessionID, a.Seq); err != nil {
 		return "", err
 	}
 	switch {
@@ -440,15 +440,15 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		// impossible even if the check above raced.
 		err = tx.Get(&a, `UPDATE session_admissions
 			SET status = 'started',
-			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?1),
-			    owner_epoch = ?2, started_at = ?3
+			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?),
+			    owner_epoch = ?, started_at = ?
 			WHERE admission_id = (SELECT admission_id FROM session_admissions
-			                      WHERE status <> 'terminal' AND target_session_id = ?1 AND status = 'queued'
+			                      WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'
 			                      ORDER BY seq LIMIT 1)
 			  AND status = 'queued'
 			  AND NOT EXISTS (SELECT 1 FROM session_admissions
-			                  WHERE status <> 'terminal' AND target_session_id = ?1 AND status IN ('started', 'unknown'))
-			RETURNING `+columns, sessionID, q.Epoch, store.Now())
+			                  WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown'))
+			RETURNING `+columns, sessionID, q.Epoch, store.Now(), sessionID, sessionID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNothingQueued
 		} else if err != nil {

@@ -11,15 +11,20 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// Two daemons (boot epochs 10 and 11) sharing one store, as two sessiond
+// Two daemons (two boot epochs) sharing one store, as two sessiond
 // processes on one PostgreSQL database do. Leases are set directly on the
 // database's clock: lease(epoch, ms) makes it expire ms from now (a past
 // instant when negative).
 
-func (e *env) daemon(epoch int64, label string) *admission.Queue {
+// daemon records a new daemon (a boot epoch) with a lease of a minute and
+// returns its Queue.
+func (e *env) daemon(label string) *admission.Queue {
 	e.t.Helper()
-	if err := e.exec(`INSERT INTO boot_epochs (epoch, pid, version, started_at, label) VALUES (?, 1, 'test', ?, ?)`,
-		epoch, store.Now(), label); err != nil {
+	var epoch int64
+	if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
+		return tx.Get(&epoch, `INSERT INTO boot_epochs (pid, version, started_at, label) VALUES (1, 'test', ?, ?) RETURNING epoch`,
+			store.Now(), label)
+	}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.lease(epoch, 60_000)
@@ -28,7 +33,7 @@ func (e *env) daemon(epoch int64, label string) *admission.Queue {
 
 func (e *env) lease(epoch, ms int64) {
 	e.t.Helper()
-	if err := e.exec(`UPDATE boot_epochs SET lease_expires_ms = `+cluster.SQLite.NowMS()+` + ? WHERE epoch = ?`, ms, epoch); err != nil {
+	if err := e.exec(`UPDATE boot_epochs SET lease_expires_ms = `+cluster.DialectOf(e.db).NowMS()+` + ? WHERE epoch = ?`, ms, epoch); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -50,7 +55,7 @@ func (e *env) owner(sess string) owner {
 func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a, b := e.daemon(10, ""), e.daemon(11, "")
+	a, b := e.daemon(""), e.daemon("")
 	e.session("s")
 	e.admit("s", "in-1", "one")
 	e.admit("s", "in-2", "two")
@@ -58,7 +63,7 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != 10 || o.Epoch != 1 || run.SessionEpoch != 1 {
+	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != a.Epoch || o.Epoch != 1 || run.SessionEpoch != 1 {
 		t.Fatalf("after A's claim: owner %+v, claimed under %d", o, run.SessionEpoch)
 	}
 	x := run.Execution()
@@ -80,25 +85,25 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 
 	// A's lease expires on the database's clock: B takes the session with
 	// the boot rules (started -> unknown), under a new owner epoch.
-	e.lease(10, -1)
+	e.lease(a.Epoch, -1)
 	taken, err := b.TakeOrphans(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(taken) != 1 || taken[0].SessionID != "s" || taken[0].From != 10 || taken[0].OwnerEpoch != 2 ||
+	if len(taken) != 1 || taken[0].SessionID != "s" || taken[0].From != a.Epoch || taken[0].OwnerEpoch != 2 ||
 		len(taken[0].Unknown) != 1 || taken[0].Unknown[0].AdmissionID != run.AdmissionID {
 		t.Fatalf("taken = %+v", taken)
 	}
 	if r := e.mustRow(run.AdmissionID); r.Status != admission.StatusUnknown {
 		t.Fatalf("A's turn is %s after the takeover, want unknown", r.Status)
 	}
-	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != 11 || o.Epoch != 2 {
+	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != b.Epoch || o.Epoch != 2 {
 		t.Fatalf("owner after takeover %+v", o)
 	}
 
 	// Every write of A is refused now, even with its lease renewed (it was
 	// only paused): the fence, its settle, its claims.
-	e.lease(10, 60_000)
+	e.lease(a.Epoch, 60_000)
 	if err := check(); !errors.Is(err, admission.ErrFenced) || !errors.Is(err, admission.ErrStaleGeneration) {
 		t.Fatalf("A's execution after the takeover: %v, want ErrFenced", err)
 	}
@@ -128,7 +133,7 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 func TestFenceChecksTheOwnerEpoch(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a := e.daemon(10, "")
+	a := e.daemon("")
 	e.session("s")
 	e.admit("s", "in-1", "one")
 	run, err := a.Claim(ctx, "s")
@@ -153,7 +158,7 @@ func TestFenceChecksTheOwnerEpoch(t *testing.T) {
 func TestTakeOrphansWithinCapacityAndLabels(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a, b := e.daemon(10, "hostA"), e.daemon(11, "")
+	a, b := e.daemon("hostA"), e.daemon("")
 	for _, s := range []string{"s1", "s2", "s3", "s4", "s5"} {
 		e.session(s)
 		e.admit(s, "in-1", "x")
@@ -166,11 +171,11 @@ func TestTakeOrphansWithinCapacityAndLabels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.exec(`UPDATE sessions SET pin_label = 'hostA', owner_daemon = 10 WHERE session_id = 's4'`); err != nil {
+	if err := e.exec(`UPDATE sessions SET pin_label = 'hostA', owner_daemon = ? WHERE session_id = 's4'`, a.Epoch); err != nil {
 		t.Fatal(err)
 	}
 	// s5 is unowned with queued work.
-	e.lease(10, -1)
+	e.lease(a.Epoch, -1)
 	taken, err := b.TakeOrphans(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +200,7 @@ func TestTakeOrphansWithinCapacityAndLabels(t *testing.T) {
 		t.Fatalf("take of a session pinned to another label: %v", err)
 	}
 	// A daemon with the label may take it.
-	c := e.daemon(12, "hostA")
+	c := e.daemon("hostA")
 	if _, ok, err := c.Take(ctx, "s4"); err != nil || !ok {
 		t.Fatalf("take by a daemon of the pinned label: %v %v", ok, err)
 	}
@@ -204,16 +209,18 @@ func TestTakeOrphansWithinCapacityAndLabels(t *testing.T) {
 func TestReleaseHandsOverAtOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a, b := e.daemon(10, ""), e.daemon(11, "")
+	a, b := e.daemon(""), e.daemon("")
 	e.session("s")
 	e.admit("s", "in-1", "x")
 	if _, _, err := a.Take(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	bus := cluster.NewBus(e.db)
+	bus, other := cluster.NewBus(e.db), cluster.NewBus(e.db)
+	defer bus.Close()
+	defer other.Close()
 	a.Bus = bus
 	woken := make(chan string, 4)
-	stop := cluster.NewBus(e.db).Listen(cluster.ChannelSessions, func(p string) { woken <- p })
+	stop := other.Listen(cluster.ChannelSessions, func(p string) { woken <- p })
 	defer stop()
 	ids, err := a.Release(ctx)
 	if err != nil || len(ids) != 1 {

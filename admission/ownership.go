@@ -45,7 +45,7 @@ type ownerRow struct {
 
 func (q *Queue) ownerSQL() string {
 	return `SELECT owner_daemon, owner_epoch, pin_label,
-		CASE WHEN owner_daemon IS NULL THEN 0 WHEN ` + q.Dialect.LiveDaemon("sessions.owner_daemon") + ` THEN 1 ELSE 0 END AS live
+		CASE WHEN owner_daemon IS NULL THEN 0 WHEN ` + q.dialect().LiveDaemon("sessions.owner_daemon") + ` THEN 1 ELSE 0 END AS live
 		FROM sessions WHERE session_id = ?`
 }
 
@@ -57,6 +57,8 @@ func (q *Queue) owner(tx store.Queryer, sessionID string) (ownerRow, error) {
 	}
 	return o, err
 }
+
+func (q *Queue) dialect() cluster.Dialect { return cluster.DialectOf(q.DB) }
 
 // mine says whether q's daemon owns the session described by o.
 func (q *Queue) mine(o ownerRow) bool { return o.Daemon.Valid && o.Daemon.Int64 == q.Epoch }
@@ -184,9 +186,9 @@ func (q *Queue) takeOrphans(tx *store.Tx, queuedSlots int, held bool) ([]Taken, 
 		FROM sessions s
 		WHERE s.session_id IN (SELECT a.target_session_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.status IN ('started', 'queued')
 		                       UNION SELECT p.session_id FROM prompts p WHERE p.status = 'open')
-		  AND (s.owner_daemon IS NULL OR (s.owner_daemon <> ? AND NOT `+q.Dialect.LiveDaemon("s.owner_daemon")+`))
+		  AND (s.owner_daemon IS NULL OR (s.owner_daemon <> ? AND NOT `+q.dialect().LiveDaemon("s.owner_daemon")+`))
 		  AND (s.pin_label IS NULL OR s.pin_label = ?)
-		ORDER BY s.session_id`+q.Dialect.SkipLocked("s"), q.Epoch, q.Label)
+		ORDER BY s.session_id`+q.dialect().SkipLocked("s"), q.Epoch, q.Label)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"context"
-
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -16,14 +14,12 @@ const (
 	Postgres
 )
 
-// DetectDialect asks the store which engine it runs on: sqlite_version()
-// exists only in SQLite.
-func DetectDialect(ctx context.Context, db *store.DB) Dialect {
-	var v string
-	if err := db.Get(ctx, &v, `SELECT sqlite_version()`); err == nil {
-		return SQLite
+// DialectOf is the dialect of db's driver.
+func DialectOf(db *store.DB) Dialect {
+	if db.Driver() == store.Postgres {
+		return Postgres
 	}
-	return Postgres
+	return SQLite
 }
 
 // NowMS is an SQL expression for the database's clock in milliseconds

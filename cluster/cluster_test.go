@@ -36,7 +36,7 @@ func bootEpoch(t *testing.T, db *store.DB) int64 {
 func live(t *testing.T, db *store.DB, id int64) bool {
 	t.Helper()
 	var n int
-	if err := db.Get(context.Background(), &n, `SELECT CASE WHEN `+cluster.SQLite.LiveDaemon("?")+` THEN 1 ELSE 0 END`, id); err != nil {
+	if err := db.Get(context.Background(), &n, `SELECT CASE WHEN `+cluster.DialectOf(db).LiveDaemon("?")+` THEN 1 ELSE 0 END`, id); err != nil {
 		t.Fatal(err)
 	}
 	return n == 1
@@ -58,14 +58,11 @@ func (c *fakeClock) Add(d time.Duration) {
 func TestLeaseIsJudgedOnTheDatabaseClock(t *testing.T) {
 	db := open(t)
 	ctx := context.Background()
-	if d := cluster.DetectDialect(ctx, db); d != cluster.SQLite {
-		t.Fatalf("dialect %v", d)
-	}
 	id := bootEpoch(t, db)
 	if live(t, db, id) {
 		t.Fatal("a daemon that never joined is live")
 	}
-	m, err := cluster.Join(ctx, db, cluster.SQLite, id, cluster.Options{TTL: time.Hour, Label: "hostA"})
+	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: time.Hour, Label: "hostA"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +76,7 @@ func TestLeaseIsJudgedOnTheDatabaseClock(t *testing.T) {
 	// The lease is compared with the database's now, whatever the
 	// daemon's clock says.
 	if err := db.InTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = `+cluster.SQLite.NowMS()+` - 1 WHERE epoch = ?`, id)
+		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = `+cluster.DialectOf(db).NowMS()+` - 1 WHERE epoch = ?`, id)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -91,7 +88,7 @@ func TestLeaseIsJudgedOnTheDatabaseClock(t *testing.T) {
 		t.Fatalf("renewal: %v", err)
 	}
 	other := bootEpoch(t, db)
-	if _, err := cluster.Join(ctx, db, cluster.SQLite, other, cluster.Options{TTL: time.Hour}); err != nil {
+	if _, err := cluster.Join(ctx, db, other, cluster.Options{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.ExpireOthers(ctx, db, other); err != nil {
@@ -111,7 +108,7 @@ func TestSelfFenceBeforeTheLeaseCanExpire(t *testing.T) {
 	id := bootEpoch(t, db)
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	var lost, renewed, beats atomic.Int32
-	m, err := cluster.Join(ctx, db, cluster.SQLite, id, cluster.Options{TTL: 8 * time.Second, Now: clock.Now,
+	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: 8 * time.Second, Now: clock.Now,
 		OnLost: func() { lost.Add(1) }, OnRenewed: func() { renewed.Add(1) }, OnBeat: func() { beats.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +137,8 @@ func TestSelfFenceBeforeTheLeaseCanExpire(t *testing.T) {
 func TestBusDeliversAfterCommitOnly(t *testing.T) {
 	db := open(t)
 	a, b := cluster.NewBus(db), cluster.NewBus(db)
+	defer a.Close()
+	defer b.Close()
 	got := make(chan string, 4)
 	stop := b.Listen(cluster.ChannelSessions, func(p string) { got <- p })
 	ctx := context.Background()

@@ -59,7 +59,7 @@ func (m *Member) FenceAfter() time.Duration { return m.opt.TTL * 3 / 4 }
 
 // Join writes the lease of daemon id (its boot_epochs row must exist) and
 // returns its Member; Start runs the heartbeats.
-func Join(ctx context.Context, db *store.DB, d Dialect, id int64, opt Options) (*Member, error) {
+func Join(ctx context.Context, db *store.DB, id int64, opt Options) (*Member, error) {
 	if opt.TTL <= 0 {
 		opt.TTL = DefaultLeaseTTL
 	}
@@ -69,7 +69,7 @@ func Join(ctx context.Context, db *store.DB, d Dialect, id int64, opt Options) (
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	m := &Member{db: db, id: id, d: d, opt: opt}
+	m := &Member{db: db, id: id, d: DialectOf(db), opt: opt}
 	if err := db.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.Exec(`UPDATE boot_epochs SET label = ? WHERE epoch = ?`, opt.Label, id)
 		return err

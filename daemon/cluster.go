@@ -24,14 +24,14 @@ import (
 // runs on this state.db, so the leases of earlier daemons end now and the
 // boot takes every session at once, exactly as before clusters existed.
 func (d *Daemon) joinCluster(ctx context.Context) error {
-	d.dialect = cluster.DetectDialect(ctx, d.db)
+	d.dialect = cluster.DialectOf(d.db)
 	d.bus = cluster.NewBus(d.db)
 	if d.dialect == cluster.SQLite && d.exclusive {
 		if err := cluster.ExpireOthers(ctx, d.db, d.epoch); err != nil {
 			return err
 		}
 	}
-	m, err := cluster.Join(ctx, d.db, d.dialect, d.epoch, cluster.Options{
+	m, err := cluster.Join(ctx, d.db, d.epoch, cluster.Options{
 		TTL: time.Duration(d.cfg.Cluster.LeaseTTL) * time.Second, Label: d.cfg.Cluster.Label,
 		OnLost: d.onLeaseLost, OnRenewed: d.onLeaseRenewed, OnBeat: d.onBeat, Logger: d.log})
 	if err != nil {
@@ -85,6 +85,7 @@ func (d *Daemon) stopCluster(ctx context.Context) {
 	if err := d.member.Stop(ctx); err != nil {
 		d.log.Error("give the lease up", "err", err)
 	}
+	d.bus.Close()
 }
 
 // onLeaseLost is the self-fence: every turn stops and its commands are

@@ -40,6 +40,9 @@ type Options struct {
 	// that several in-process daemons share one SQLite database as a
 	// cluster (then no daemon may assume it is alone: see joinCluster).
 	statePath string
+	// StoreDSN, when not empty, replaces config.yaml's store (sessiond
+	// --store-dsn): the PostgreSQL database to use.
+	StoreDSN string
 }
 
 // Daemon is one running sessiond.
@@ -125,6 +128,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := cfg.overrideListen(opt.Listen); err != nil {
 		return nil, err
 	}
+	if err := cfg.overrideStoreDSN(opt.StoreDSN); err != nil {
+		return nil, err
+	}
 	lock, err := LockHome(opt.Home)
 	if err != nil {
 		return nil, err
@@ -137,23 +143,33 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 			d.release()
 		}
 	}()
-	// SQLite creates state.db (and its -wal and -shm, which copy the
-	// database's mode) 0644; make it private first.
+	driver, dsn := cfg.StoreOptions()
 	statePath := filepath.Join(opt.Home, StateFile)
-	d.exclusive = opt.statePath == ""
-	if !d.exclusive {
+	d.exclusive = opt.statePath == "" && driver == store.SQLite
+	if opt.statePath != "" {
 		statePath = opt.statePath
 	}
-	if f, err := os.OpenFile(statePath, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
-		f.Close()
+	where := statePath
+	if driver == store.SQLite {
+		// SQLite creates state.db (and its -wal and -shm, which copy the
+		// database's mode) 0644; make it private first.
+		if f, err := os.OpenFile(where, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+			f.Close()
+		}
+	} else {
+		where = "PostgreSQL " + store.RedactDSN(dsn)
 	}
 	d.db, err = store.Open(ctx, statePath,
-		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
+		store.Options{Driver: driver, DSN: dsn, BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
 			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log,
 			OnCommit: d.metrics.observeCommit})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w%s", statePath, err, diskFullHint(opt.Home))
+		if driver == store.SQLite {
+			return nil, fmt.Errorf("open %s: %w%s", where, err, diskFullHint(opt.Home))
+		}
+		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
+	log.Info("store opened", "driver", string(driver), "database", d.db.Path())
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.observeEvent)
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -166,9 +182,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	d.prompts = prompts.NewManager(d.db, d.epoch, log)
-	d.prompts.SetCluster(d.bus, d.dialect)
+	d.prompts.SetCluster(d.bus)
 	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
-		Dialect: d.dialect, Label: cfg.Cluster.Label, OnTake: d.prompts.FenceSession, Bus: d.bus}
+		Label: cfg.Cluster.Label, OnTake: d.prompts.FenceSession, Bus: d.bus}
 	// Recovery is a named step before serving: this daemon takes every
 	// session whose owner is gone (on SQLite: every session), their started
 	// rows become unknown and their prompts close.
@@ -297,6 +313,9 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 
 // release frees what Start acquired, in reverse order.
 func (d *Daemon) release() {
+	if d.bus != nil {
+		d.bus.Close()
+	}
 	if d.metricsSrv != nil {
 		d.metricsSrv.Close()
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
@@ -333,7 +332,7 @@ func (h *hub) catchUp(sessionID string) {
 func (h *hub) eventsAfter(sessionID string, after int64) (evs []store.Event, complete bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = h.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+	err = h.db.ReadTx(ctx, func(tx *store.Reads) error {
 		var err error
 		evs, complete, err = h.db.EventsAfter(tx, sessionID, after)
 		return err

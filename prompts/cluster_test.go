@@ -16,9 +16,19 @@ import (
 // included), and daemon 1's Ask gets it through the bus.
 
 func (e *env) daemon(t *testing.T, epoch, leaseMS int64) {
-	e.exec(t, `INSERT INTO boot_epochs (epoch, pid, version, started_at) VALUES (?, 1, 'test', ?)
-		ON CONFLICT (epoch) DO NOTHING`, epoch, store.Now())
-	e.exec(t, `UPDATE boot_epochs SET lease_expires_ms = `+cluster.SQLite.NowMS()+` + ? WHERE epoch = ?`, leaseMS, epoch)
+	var n int
+	if err := e.db.Get(context.Background(), &n, `SELECT count(*) FROM boot_epochs WHERE epoch = ?`, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		var got int64
+		if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
+			return tx.Get(&got, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (1, 'test', ?) RETURNING epoch`, store.Now())
+		}); err != nil || got != epoch {
+			t.Fatalf("boot epoch %d, want %d (%v)", got, epoch, err)
+		}
+	}
+	e.exec(t, `UPDATE boot_epochs SET lease_expires_ms = `+cluster.DialectOf(e.db).NowMS()+` + ? WHERE epoch = ?`, leaseMS, epoch)
 }
 
 // twoDaemons returns daemon 2's manager; daemon 1 (e.m) polls its waiters
@@ -27,13 +37,13 @@ func twoDaemons(t *testing.T, e *env) *prompts.Manager {
 	e.daemon(t, 1, 60_000)
 	e.daemon(t, 2, 60_000)
 	bus1, bus2 := cluster.NewBus(e.db), cluster.NewBus(e.db)
-	e.m.SetCluster(bus1, cluster.SQLite)
+	e.m.SetCluster(bus1)
 	m2 := prompts.NewManager(e.db, 2, nil)
-	m2.SetCluster(bus2, cluster.SQLite)
+	m2.SetCluster(bus2)
 	stop := bus1.Listen(cluster.ChannelSessions, func(sessionID string) {
 		go e.m.Poll(context.Background(), sessionID)
 	})
-	t.Cleanup(stop)
+	t.Cleanup(func() { stop(); bus1.Close(); bus2.Close() })
 	return m2
 }
 

@@ -121,8 +121,7 @@ type Manager struct {
 	log   *slog.Logger
 	live  Liveness
 
-	dialect cluster.Dialect
-	bus     *cluster.Bus
+	bus *cluster.Bus
 
 	mu      sync.Mutex
 	waiters map[string]waiter
@@ -139,7 +138,7 @@ type waiter struct {
 // daemon is judged from the store (its owner's lease on the database's
 // clock included) and wakes that daemon through bus (ChannelSessions),
 // which then calls Poll. Set it before serving.
-func (m *Manager) SetCluster(bus *cluster.Bus, d cluster.Dialect) { m.bus, m.dialect = bus, d }
+func (m *Manager) SetCluster(bus *cluster.Bus) { m.bus = bus }
 
 // Poll delivers to the Asks waiting in sessionID the outcome of their
 // prompts closed in the store meanwhile (answered on another daemon, or
@@ -377,7 +376,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 		if p.OwnerEpoch != m.epoch {
 			// Answered on a daemon that does not run the turn: the store
 			// alone decides, the owner's lease included.
-			fence = x.CheckAnswerable(tx, m.dialect)
+			fence = x.CheckAnswerable(tx, cluster.DialectOf(m.db))
 		}
 		if err := fence; err != nil {
 			if errors.Is(err, admission.ErrFenced) {

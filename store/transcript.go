@@ -81,8 +81,8 @@ func Transcript(q Queryer, sessionID string) ([]Message, error) {
 	return ms, Classify(err)
 }
 
-// RowQueryer runs a query whose rows are read one at a time (*sqlx.Tx,
-// *sqlx.DB).
+// RowQueryer runs a query whose rows are read one at a time, with '?'
+// placeholders (*Tx, *Reads).
 type RowQueryer interface {
 	Queryx(query string, args ...any) (*sqlx.Rows, error)
 }
@@ -104,16 +104,17 @@ type Page struct {
 // first is always taken). Each content and tool_calls longer than maxField
 // bytes is cut to maxField bytes (at a UTF-8 boundary) in SQL, so memory
 // stays within about maxBytes + maxField whatever the transcript's size.
-func TranscriptPage(q RowQueryer, sessionID string, before int64, limit, maxBytes, maxField int) (Page, error) {
+// d is the store's driver (DB.Driver), for the byte cuts.
+func TranscriptPage(q RowQueryer, d Driver, sessionID string, before int64, limit, maxBytes, maxField int) (Page, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
 	rows, err := q.Queryx(`SELECT id, session_id, admission_id, role,
-		coalesce(CAST(substr(CAST(content AS BLOB), 1, ?1) AS TEXT), '') AS content, length(CAST(content AS BLOB)) AS content_len,
-		CAST(substr(CAST(tool_calls AS BLOB), 1, ?1) AS TEXT) AS tool_calls, length(CAST(tool_calls AS BLOB)) AS calls_len,
+		coalesce(`+d.BytePrefix("content", "?")+`, '') AS content, `+d.ByteLength("content")+` AS content_len,
+		`+d.BytePrefix("tool_calls", "?")+` AS tool_calls, `+d.ByteLength("tool_calls")+` AS calls_len,
 		tool_call_id, kind, created_at,
 		CASE WHEN role = 'user' THEN (SELECT a.sender FROM session_admissions a WHERE a.admission_id = messages.admission_id) END AS sender
-		FROM messages WHERE session_id = ?2 AND id < ?3 ORDER BY id DESC LIMIT ?4`, maxField, sessionID, before, limit+1)
+		FROM messages WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?`, maxField, maxField, sessionID, before, limit+1)
 	if err != nil {
 		return Page{}, Classify(err)
 	}
