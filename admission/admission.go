@@ -281,7 +281,8 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 				return err
 			}
 			if !q.mine(o) && q.takeable(o) {
-				if _, err := q.take(tx, req.SessionID, o); err != nil {
+				// Losing the race to another daemon is fine: it runs it.
+				if _, err := q.take(tx, req.SessionID, o); err != nil && !errors.Is(err, ErrNotOwner) {
 					return err
 				}
 			}
