@@ -11,6 +11,12 @@
 // and was not asked to stop). A turn that did not complete is closed with
 // package transcript's repair.
 //
+// Ownership (ownership.go): each session is owned by at most one daemon
+// of a cluster sharing the store, under an owner epoch that increases at
+// every change of owner; only the owner claims and runs its turns, and
+// taking a session whose owner's lease expired applies the boot rules to
+// it (Take, TakeOrphans, Release; leases are package cluster's).
+//
 // Every transition is one guarded UPDATE … WHERE status = … RETURNING;
 // zero rows is a lost race or an illegal move and comes back as a typed
 // error. Each change appends its session events in the same transaction.
