@@ -170,12 +170,13 @@ func (m *Member) Check() bool {
 	}
 	lost := m.lost
 	m.mu.Unlock()
-	if fire {
+	switch {
+	case fire && m.opt.OnLost != nil:
 		m.opt.Logger.Error("the lease could not be renewed in time: stopping every turn of this daemon and killing their commands (self-fencing) before another daemon may take its sessions",
 			"daemon", m.id, "lease_ttl", m.opt.TTL)
-		if m.opt.OnLost != nil {
-			m.opt.OnLost()
-		}
+		m.opt.OnLost()
+	case fire:
+		m.opt.Logger.Warn("the lease could not be renewed in time", "daemon", m.id, "lease_ttl", m.opt.TTL)
 	}
 	return !lost
 }

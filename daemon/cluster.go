@@ -31,9 +31,15 @@ func (d *Daemon) joinCluster(ctx context.Context) error {
 			return err
 		}
 	}
-	m, err := cluster.Join(ctx, d.db, d.epoch, cluster.Options{
-		TTL: time.Duration(d.cfg.Cluster.LeaseTTL) * time.Second, Label: d.cfg.Cluster.Label,
-		OnLost: d.onLeaseLost, OnRenewed: d.onLeaseRenewed, OnBeat: d.onBeat, Logger: d.log})
+	opt := cluster.Options{TTL: time.Duration(d.cfg.Cluster.LeaseTTL) * time.Second, Label: d.cfg.Cluster.Label,
+		OnLost: d.onLeaseLost, OnRenewed: d.onLeaseRenewed, OnBeat: d.onBeat, Logger: d.log}
+	if d.exclusive {
+		// Nobody can take this daemon's sessions (the home lock): a slow
+		// or failing disk must not interrupt its turns; they retry their
+		// writes as before.
+		opt.OnLost, opt.OnRenewed = nil, nil
+	}
+	m, err := cluster.Join(ctx, d.db, d.epoch, opt)
 	if err != nil {
 		return err
 	}
