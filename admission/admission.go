@@ -407,15 +407,26 @@ func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) 
 // that the boot rules it applies commit even when nothing can be claimed);
 // one owned by another live daemon is refused with ErrNotOwner.
 func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(Admission)) (Admission, error) {
-	if _, err := q.Owned(ctx, sessionID); errors.Is(err, ErrNotOwner) {
+	a, err := q.claim(ctx, sessionID, onClaimed)
+	if errors.Is(err, errTakeFirst) {
 		if _, _, err := q.Take(ctx, sessionID); err != nil {
 			return Admission{}, err
 		}
-	} else if errors.Is(err, ErrSessionNotFound) {
-		return Admission{}, ErrNothingQueued
-	} else if err != nil {
-		return Admission{}, err
+		a, err = q.claim(ctx, sessionID, onClaimed)
 	}
+	if errors.Is(err, ErrSessionNotFound) {
+		return Admission{}, ErrNothingQueued
+	}
+	if errors.Is(err, errTakeFirst) {
+		return Admission{}, ErrNotOwner // taken and lost again meanwhile
+	}
+	return a, err
+}
+
+// errTakeFirst: the session has no live owner; Take it, then claim.
+var errTakeFirst = errors.New("take the session first")
+
+func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admission)) (Admission, error) {
 	var a Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		o, err := q.owner(tx, sessionID)
@@ -423,6 +434,9 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 			return err
 		}
 		if !q.mine(o) {
+			if q.takeable(o) {
+				return errTakeFirst
+			}
 			return ErrNotOwner
 		}
 		var blocking []string
