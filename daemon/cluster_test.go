@@ -326,3 +326,34 @@ func mustField(raw json.RawMessage, key string) json.RawMessage {
 	json.Unmarshal(raw, &m)
 	return m[key]
 }
+
+// The self-fence: a daemon that could not renew its lease in time stops
+// its turns (their commands are killed with them) and claims nothing until
+// a renewal succeeds; nobody took its sessions meanwhile, so the stopped
+// turn settles interrupted and the queue goes on afterwards.
+func TestClusterSelfFenceStopsTurnsUntilRenewed(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		g := fixtures.NewGate()
+		t.Cleanup(g.Release)
+		e := newClusterEnv(t, st, func(m *fixtures.FakeModel) {
+			m.On("one", fixtures.Reply{Text: "r1", Gate: g})
+			m.On("two", fixtures.Reply{Text: "r2"})
+		})
+		one := submit(t, e.ca, e.sid, "in-1", "one")
+		<-g.Waiting()
+		e.a.onLeaseLost()
+		e.ca.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "interrupted"))
+		two := submit(t, e.ca, e.sid, "in-2", "two")
+		if e.a.sched.FreeSlots() != 0 {
+			t.Fatal("a fenced daemon offers capacity")
+		}
+		if st, _, _ := e.admissionRow(t, two.AdmissionID); st != "queued" {
+			t.Fatalf("a fenced daemon started %s (%s)", two.AdmissionID, st)
+		}
+		e.a.onLeaseRenewed()
+		e.ca.WaitEvent(t, clusterWait, turnCompleted(two.AdmissionID, "completed"))
+		if _, _, daemon := e.admissionRow(t, two.AdmissionID); daemon != e.a.epoch {
+			t.Fatalf("the queue went on on daemon %d, want A (%d), which still owns the session", daemon, e.a.epoch)
+		}
+	})
+}
