@@ -99,6 +99,10 @@ type Daemon struct {
 	// sandboxErr says why this kernel cannot enforce the configured
 	// sandbox (nil: it can, or the mode is off).
 	sandboxErr error
+	// storeSockets are the unix sockets of the store's PostgreSQL server
+	// (none on SQLite or over TCP), kept out of every sandboxed command's
+	// reach like the home.
+	storeSockets []string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -158,6 +162,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		}
 	} else {
 		where = "PostgreSQL " + store.RedactDSN(dsn)
+		d.storeSockets = store.SocketFiles(dsn)
 	}
 	d.db, err = store.Open(ctx, statePath,
 		store.Options{Driver: driver, DSN: dsn, BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,

@@ -85,3 +85,47 @@ func TestPostgresStoreTurn(t *testing.T) {
 		t.Fatalf("no log line names the store driver:\n%s", logs)
 	}
 }
+
+// TestPostgresSocketOutOfSandbox: the daemon reaches its PostgreSQL store
+// through a unix socket anybody may connect to. A sandboxed terminal
+// command, approved once by a person, tries to connect to that socket (with
+// it, a command could write the store and approve its own commands): the
+// socket is out of its reach. With sandbox mode off the same command
+// connects, so the test can fail.
+func TestPostgresSocketOutOfSandbox(t *testing.T) {
+	// Not under t.TempDir (0700): the server runs as user postgres.
+	public, err := os.MkdirTemp("", "sessiond-pgsock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(public) })
+	if err := os.Chmod(public, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := pgtest.Start(pgtest.Options{PublicSocketDir: public})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Stop)
+	_, dsn, err := pg.CreateDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn = strings.Replace(dsn, "host="+pg.SocketDir(), "host="+public, 1)
+	sock := filepath.Join(public, ".s.PGSQL.5432")
+	connect := `python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' ` + sock
+	for _, mode := range []string{"workspace-write", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			m := fixtures.NewFakeModel(t)
+			d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m,
+				"approvals: {mode: manual, timeout: 60}\nsandbox: {mode: "+mode+"}\nstore: {driver: postgres, dsn: '"+dsn+"'}\n")})
+			c := d.Dial(t)
+			s := createSession(t, c, map[string]any{})
+			resume(t, c, s.SessionID)
+			out, _ := sbRun(t, d, c, m, s.SessionID, "reach the store "+mode, connect, false)
+			if connected := strings.Contains(out, "CONNECTED"); connected != (mode == "off") {
+				t.Fatalf("sandbox %s: connected %v, tool result %q", mode, connected, out)
+			}
+		})
+	}
+}

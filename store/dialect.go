@@ -3,8 +3,10 @@ package store
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -103,4 +105,28 @@ func (d Driver) ByteLength(expr string) string {
 		return fmt.Sprintf("octet_length(%s)", expr)
 	}
 	return fmt.Sprintf("length(CAST(%s AS BLOB))", expr)
+}
+
+// SocketFiles returns the unix socket files through which dsn reaches
+// PostgreSQL (a host that is a directory, e.g. ?host=/var/run/postgresql,
+// gives DIR/.s.PGSQL.PORT), fallback hosts included; nil for TCP hosts or a
+// DSN that does not parse. The sandbox puts them out of reach of terminal
+// commands: a command that could connect to the daemon's database could
+// approve its own commands.
+func SocketFiles(dsn string) []string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	add := func(host string, port uint16) {
+		if strings.HasPrefix(host, "/") {
+			out = append(out, filepath.Join(host, fmt.Sprintf(".s.PGSQL.%d", port)))
+		}
+	}
+	add(cfg.Host, cfg.Port)
+	for _, f := range cfg.Fallbacks {
+		add(f.Host, f.Port)
+	}
+	return out
 }
