@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -35,6 +36,10 @@ func (q *Queue) DeleteSession(ctx context.Context, sessionID string) error {
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
+		}
+		if q.Bus != nil {
+			// Other daemons drop their subscribers of it.
+			q.Bus.Notify(tx, cluster.ChannelSessions, sessionID)
 		}
 		return nil
 	})

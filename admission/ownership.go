@@ -71,22 +71,6 @@ func (q *Queue) takeable(o ownerRow) bool {
 	return !o.Daemon.Valid || (o.Daemon.Int64 != q.Epoch && o.Live == 0)
 }
 
-// Owned returns the owner_epoch under which q's daemon owns sessionID, or
-// ErrNotOwner.
-func (q *Queue) Owned(ctx context.Context, sessionID string) (int64, error) {
-	var o ownerRow
-	err := q.DB.Get(ctx, &o, q.ownerSQL(), sessionID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
-	} else if err != nil {
-		return 0, err
-	}
-	if !q.mine(o) {
-		return 0, ErrNotOwner
-	}
-	return o.Epoch, nil
-}
-
 // Take makes q's daemon the owner of sessionID when it is unowned or its
 // owner's lease expired, applying the boot rules to it in the same
 // transaction. Owning it already is no change (ok=false). Errors:

@@ -225,7 +225,10 @@ func (d *Daemon) checkSession(ctx context.Context, sessionID string) {
 		Interrupt sql.NullInt64 `db:"interrupt_generation"`
 	}
 	if err := d.db.Get(ctx, &s, `SELECT owner_daemon, owner_epoch, interrupt_generation FROM sessions WHERE session_id = ?`, sessionID); err != nil {
-		if !errors.Is(err, sql.ErrNoRows) {
+		if errors.Is(err, sql.ErrNoRows) {
+			// Deleted (on another daemon): nothing more will be published.
+			d.hub.dropSession(sessionID)
+		} else {
 			d.log.Warn("read a session's owner", "session_id", sessionID, "err", err)
 		}
 		return

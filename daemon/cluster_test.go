@@ -357,3 +357,23 @@ func TestClusterSelfFenceStopsTurnsUntilRenewed(t *testing.T) {
 		}
 	})
 }
+
+// A session deleted through A is forgotten by B's subscriptions too.
+func TestClusterDeleteOnAnotherDaemonDropsSubscribers(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		e := newClusterEnv(t, st, nil)
+		subscribed := func() bool {
+			e.b.hub.mu.Lock()
+			defer e.b.hub.mu.Unlock()
+			return len(e.b.hub.subs[e.sid]) > 0
+		}
+		if !subscribed() {
+			t.Fatal("B's client is not subscribed")
+		}
+		var res rpc.SessionDeleteResult
+		if err := e.ca.Call(context.Background(), rpc.MethodSessionDelete, map[string]any{"session_id": e.sid}, &res); err != nil || !res.Deleted {
+			t.Fatalf("delete on A: %+v %v", res, err)
+		}
+		fixtures.Eventually(t, clusterWait, "B drops the deleted session's subscribers", func() bool { return !subscribed() })
+	})
+}

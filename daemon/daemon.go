@@ -253,9 +253,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn("no model.default in config.yaml: session.create must name a model", "config", filepath.Join(opt.Home, ConfigFile))
 	}
 	d.sched.Start(rec.Sessions)
-	d.startCluster()
 	log.Info("sessiond listening", "url", d.desc.URL, "home", opt.Home, "boot_epoch", d.epoch,
 		"pid", d.desc.PID, "version", Version, "unknown_admissions", len(rec.Unknown))
+	d.startCluster()
 	return d, nil
 }
 

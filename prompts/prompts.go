@@ -448,8 +448,11 @@ func (m *Manager) CloseForAdmission(tx *store.Tx, sessionID, admissionID, resolu
 	return nil
 }
 
-// FenceEarlierEpochs is the boot-recovery hook: prompts left open by
-// earlier daemons close as fenced, each with a prompt.closed event.
+// FenceEarlierEpochs closes as fenced, each with a prompt.closed event,
+// every prompt left open by another daemon, in every session. It is only
+// right when no other daemon runs on the store; the daemon's boot and
+// takeovers close per session instead (FenceSession, for the sessions they
+// take).
 func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 	var ps []Prompt
 	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
