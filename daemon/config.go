@@ -32,6 +32,9 @@ type Config struct {
 	Limits        LimitsConfig    `yaml:"limits"`
 	Storage       StorageConfig   `yaml:"storage"`
 	Sandbox       SandboxConfig   `yaml:"sandbox"`
+	// Auth chooses the daemon token (auth.go): token_file for daemons
+	// sharing a store.
+	Auth AuthConfig `yaml:"auth"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
