@@ -210,12 +210,7 @@ func (d *Daemon) pairRoutes() *rpc.Mux {
 }
 
 func (d *Daemon) servePair(w http.ResponseWriter, r *http.Request) {
-	if !d.hostAllowed(r.Host) {
-		http.Error(w, "forbidden: Host must name a loopback address", http.StatusForbidden)
-		return
-	}
-	if !d.originAllowed(r) {
-		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
+	if !d.browserGuard(w, r) {
 		return
 	}
 	d.serveConn(w, r, d.pairMux, nil)

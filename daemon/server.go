@@ -120,13 +120,23 @@ func (d *Daemon) authorized(r *http.Request) bool {
 	return false
 }
 
-func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
+// browserGuard answers 403 and returns false unless r's Host names this
+// daemon (anti DNS-rebinding) and its Origin, when present, is listed in
+// allowed_origins. Every WebSocket endpoint (/rpc, /pair) calls it first.
+func (d *Daemon) browserGuard(w http.ResponseWriter, r *http.Request) bool {
 	if !d.hostAllowed(r.Host) {
 		http.Error(w, "forbidden: Host must name a loopback address", http.StatusForbidden)
-		return
+		return false
 	}
 	if !d.originAllowed(r) {
 		http.Error(w, "forbidden: Origin not in allowed_origins", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+func (d *Daemon) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if !d.browserGuard(w, r) {
 		return
 	}
 	ident, ok := d.authenticate(r)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,29 +92,48 @@ func TestAttackSandboxSurvivorReadsNewToken(t *testing.T) {
 	t.Cleanup(func() { // the survivor is ours: stop it by what it writes
 		exec.Command("sh", "-c", "for p in $(pgrep -f '"+alive+"'); do kill $p; done").Run()
 	})
-	// After the turn: is anything of the command still running?
-	// It writes every 0.2 s while it lives: look for a second (polling a
-	// negative: how long to look, not synchronisation).
-	first, _ := os.ReadFile(alive)
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if now, err := os.ReadFile(alive); err == nil && string(now) != string(first) {
-			t.Errorf("a process the sandboxed command started is still running after its turn completed")
-			break
-		}
-	}
+	// After the turn nothing the command started may still run: its loop's
+	// shell is named by its command line.
+	fixtures.Eventually(t, 10*time.Second, "the command's setsid loop to be gone after its turn", func() bool {
+		return len(liveProcsWithArg(alive)) == 0
+	})
 	old := d.Desc.Token
 	d.SIGTERM(t)
 	d.Restart(t)
 	if d.Desc.Token == old {
 		t.Fatal("the restart kept the token")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, _ := os.ReadFile(leak); strings.Contains(string(b), d.Desc.Token) {
-			t.Fatalf("a sandboxed command's leftover read the restarted daemon's token from daemon.json: %s", b)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a negative: how long to look, not synchronisation
+	if pids := liveProcsWithArg(alive); len(pids) > 0 {
+		t.Fatalf("the command's loop runs again after the restart: pids %v", pids)
 	}
+	if b, _ := os.ReadFile(leak); strings.Contains(string(b), d.Desc.Token) {
+		t.Fatalf("a sandboxed command's leftover read the restarted daemon's token from daemon.json: %s", b)
+	}
+}
+
+// liveProcsWithArg lists the pids of live (not zombie) processes whose
+// command line contains s.
+func liveProcsWithArg(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cl), s) {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) && st[i+2] != 'Z' && st[i+2] != 'X' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // TestAttackSandboxCwdSwappedForSymlink: the session's cwd lies in a
