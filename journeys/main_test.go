@@ -11,10 +11,13 @@ import (
 )
 
 // TestMain runs the journeys, then stops the package's private PostgreSQL
-// cluster (started by the first cluster journey) and removes the binaries
-// the harness built.
+// servers (started by the first cluster journey or benchmark) and removes
+// the binaries the harness built.
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
+	for _, stop := range stopAtExit {
+		stop()
+	}
 	fixtures.CleanupBinaries()
 	os.Exit(code)
 }
