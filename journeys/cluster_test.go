@@ -158,6 +158,15 @@ func TestClusterCrashFencesPromptsAcrossDaemons(t *testing.T) {
 		wantRow(t, rows[2], "queued", "")
 	}
 
+	epochs := map[string]int64{}
+	for _, s := range []*askSide{rm, cl} {
+		if owner, o := cluster.Owner(t, s.session); owner != a {
+			t.Fatalf("session %s is owned by daemon id %v, want A (boot epoch %d)", s.name, o.DaemonID, a.Desc.BootEpoch)
+		} else {
+			epochs[s.session] = o.OwnerEpoch
+		}
+	}
+
 	killed := time.Now()
 	a.SIGKILL(t)
 	// B's client sees the takeover: each ask becomes unknown, each prompt
@@ -172,6 +181,11 @@ func TestClusterCrashFencesPromptsAcrossDaemons(t *testing.T) {
 		})
 	}
 	t.Logf("takeover seen by a client of B %v after the SIGKILL of A (lease_ttl %d s)", time.Since(killed).Round(time.Millisecond), clusterTTL)
+	for _, s := range []*askSide{rm, cl} {
+		if o := cluster.WaitOwner(t, wait, s.session, b); o.OwnerEpoch <= epochs[s.session] {
+			t.Fatalf("session %s taken over by B under owner_epoch %d, not above A's %d", s.name, o.OwnerEpoch, epochs[s.session])
+		}
+	}
 	for _, p := range []prompt{rm.prompt, cl.prompt} {
 		if st, res := promptRow(t, db, p.PromptID); st != "closed" || res != "fenced" {
 			t.Fatalf("prompt %s is %s/%s in the store, want closed/fenced", p.PromptID, st, res)
@@ -283,6 +297,9 @@ func TestClusterGracefulStopHandsOver(t *testing.T) {
 			t.Fatalf("follower receipt %+v, want queued/busy", r)
 		}
 	}
+	if owner, o := cluster.Owner(t, s); owner != a {
+		t.Fatalf("the session is owned by daemon id %v, want A (boot epoch %d)", o.DaemonID, a.Desc.BootEpoch)
+	}
 	if code := a.SIGTERM(t); code != 0 {
 		t.Fatalf("SIGTERM exit code %d, want 0", code)
 	}
@@ -296,6 +313,9 @@ func TestClusterGracefulStopHandsOver(t *testing.T) {
 		if out := waitTurn(t, cb, r.AdmissionID); out != "completed" {
 			t.Fatalf("follower %s: %s", r.InputID, out)
 		}
+	}
+	if owner, o := cluster.Owner(t, s); owner == a || (o.DaemonID.Valid && owner != b) {
+		t.Fatalf("after the handover the session is owned by daemon id %v, want B (boot epoch %d) or nobody", o.DaemonID, b.Desc.BootEpoch)
 	}
 	rows = waitAllTerminal(t, db, s)
 	wantRow(t, rows[1], "terminal", "completed")
@@ -351,12 +371,20 @@ func TestClusterSplitBrainFencesThePausedDaemon(t *testing.T) {
 	cb := b.Dial(t)
 	resume(t, cb, s)
 
+	owner, before := cluster.Owner(t, s)
+	if owner != a {
+		t.Fatalf("the session is owned by daemon id %v, want A (boot epoch %d)", before.DaemonID, a.Desc.BootEpoch)
+	}
 	paused := time.Now()
 	a.SIGSTOP(t)
 	cb.WaitEvent(t, takeoverBound, func(e fixtures.Event) bool {
 		return e.Type == "admission.updated" && e.AdmissionID == long.AdmissionID && receiptStatus(e) == "unknown"
 	})
 	t.Logf("B took the session over %v after A was paused (lease_ttl %d s)", time.Since(paused).Round(time.Millisecond), clusterTTL)
+	taken := cluster.WaitOwner(t, wait, s, b)
+	if taken.OwnerEpoch <= before.OwnerEpoch {
+		t.Fatalf("B took the session under owner_epoch %d, not above A's %d", taken.OwnerEpoch, before.OwnerEpoch)
+	}
 	eventsAtTakeover := storedEventsAfter(t, db, s, 0)
 	lastSeq := eventsAtTakeover[len(eventsAtTakeover)-1].Seq
 	msgsAtTakeover := storedMessages(t, db, s)
@@ -383,6 +411,9 @@ func TestClusterSplitBrainFencesThePausedDaemon(t *testing.T) {
 	}
 	if row := admissionRow(t, fixtures.Admissions(t, db, s), long.AdmissionID); row != rowAtTakeover || row.Status != "unknown" {
 		t.Fatalf("the fenced admission is %+v after A resumed, want it as B left it: %+v", row, rowAtTakeover)
+	}
+	if owner, o := cluster.Owner(t, s); owner != b || o.OwnerEpoch != taken.OwnerEpoch {
+		t.Errorf("after A resumed the session is owned by daemon id %v under epoch %d, want B's %d", o.DaemonID, o.OwnerEpoch, taken.OwnerEpoch)
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -506,6 +537,9 @@ func TestClusterSubscriberSeesEventsOfAnotherDaemon(t *testing.T) {
 	s := createSession(t, ca, map[string]any{}).SessionID
 	first := submit(t, ca, s, "first", "first on A")
 	waitParked(t, g, "the first turn")
+	if owner, o := cluster.Owner(t, s); owner != a {
+		t.Fatalf("the session is owned by daemon id %v, want A (boot epoch %d)", o.DaemonID, a.Desc.BootEpoch)
+	}
 	b := cluster.Start(t)
 	cb := b.Dial(t)
 	snap := resume(t, cb, s)
