@@ -183,8 +183,9 @@ func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 // PendingBounded is Pending for snapshots: at most limit admissions (the
 // oldest, which run first), texts cut to maxText bytes in SQL; more says
 // others exist.
-func PendingBounded(q store.Queryer, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
-	cols := strings.Replace(columns, "text,", "coalesce(CAST(substr(CAST(text AS BLOB), 1, ?) AS TEXT), '') AS text,", 1)
+// d is the store's driver (store.DB.Driver), for the byte cut.
+func PendingBounded(q store.Queryer, d store.Driver, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
+	cols := strings.Replace(columns, "text,", "coalesce("+d.BytePrefix("text", "?")+", '') AS text,", 1)
 	err = q.Select(&out, `SELECT `+cols+` FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq LIMIT ?`, maxText, sessionID, limit+1)
 	if len(out) > limit {
@@ -306,10 +307,10 @@ func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (protocol.
 		Queued  bool `db:"queued"`
 	}
 	if err := q.Get(&ahead, `SELECT
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ?1 AND seq < ?2) AS unknown,
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ?1 AND seq < ?2) AS started,
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ?1 AND seq < ?2) AS queued`,
-		a.SessionID, a.Seq); err != nil {
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ? AND seq < ?) AS unknown,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ? AND seq < ?) AS started,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ? AND seq < ?) AS queued`,
+		a.SessionID, a.Seq, a.SessionID, a.Seq, a.SessionID, a.Seq); err != nil {
 		return "", err
 	}
 	switch {
@@ -383,15 +384,15 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		// impossible even if the check above raced.
 		err := tx.Get(&a, `UPDATE session_admissions
 			SET status = 'started',
-			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?1),
-			    owner_epoch = ?2, started_at = ?3
+			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?),
+			    owner_epoch = ?, started_at = ?
 			WHERE admission_id = (SELECT admission_id FROM session_admissions
-			                      WHERE status <> 'terminal' AND target_session_id = ?1 AND status = 'queued'
+			                      WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'
 			                      ORDER BY seq LIMIT 1)
 			  AND status = 'queued'
 			  AND NOT EXISTS (SELECT 1 FROM session_admissions
-			                  WHERE status <> 'terminal' AND target_session_id = ?1 AND status IN ('started', 'unknown'))
-			RETURNING `+columns, sessionID, q.Epoch, store.Now())
+			                  WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown'))
+			RETURNING `+columns, sessionID, q.Epoch, store.Now(), sessionID, sessionID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNothingQueued
 		} else if err != nil {

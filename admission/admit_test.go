@@ -2,7 +2,6 @@ package admission_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/fixtures/storetest"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
@@ -261,7 +261,7 @@ func TestAdmitWaitReasons(t *testing.T) {
 	for _, sess := range []string{"idle", "full", "busy", "lost"} {
 		for _, atCap := range []bool{false, true} {
 			var recs []admission.Receipt
-			pending, err := admission.Pending(e.db.Reader(), sess)
+			pending, err := admission.Pending(e.db.Reads(context.Background()), sess)
 			check(t, err)
 			for _, p := range pending {
 				recs = append(recs, p.Receipt())
@@ -287,7 +287,12 @@ func TestAdmitEventInSameTransaction(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.session("s")
-	check(t, e.exec(`CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events today'); END`))
+	if e.opt.Driver == store.Postgres {
+		check(t, e.exec(`CREATE FUNCTION no_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no events today'; END $$`))
+		check(t, e.exec(`CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION no_events()`))
+	} else {
+		check(t, e.exec(`CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events today'); END`))
+	}
 	_, err := e.q.Admit(ctx, req("s", "in-1", "hello"), nil)
 	if err == nil || !strings.Contains(err.Error(), "no events today") {
 		t.Fatalf("Admit with a failing event insert: %v", err)
@@ -298,7 +303,11 @@ func TestAdmitEventInSameTransaction(t *testing.T) {
 	if s := e.sess("s"); s.NextSeq != 1 || s.LastEvent != 0 {
 		t.Fatalf("session moved: %+v", s)
 	}
-	check(t, e.exec(`DROP TRIGGER fail_events`))
+	if e.opt.Driver == store.Postgres {
+		check(t, e.exec(`DROP TRIGGER fail_events ON events`))
+	} else {
+		check(t, e.exec(`DROP TRIGGER fail_events`))
+	}
 	rec := e.admit("s", "in-1", "hello")
 	if rec.Seq != 1 || rec.Duplicate {
 		t.Fatalf("after the trigger went: %+v", rec)
@@ -840,6 +849,7 @@ func TestAdmitConcurrentDistinctInputs(t *testing.T) {
 // reports SQLITE_FULL: nothing is acknowledged, and raising the limit
 // heals without reopening.
 func TestStorageFull(t *testing.T) {
+	storetest.SQLiteOnly(t)
 	e := newEnv(t)
 	ctx := context.Background()
 	e.session("s")
@@ -893,18 +903,11 @@ func TestStorageLocked(t *testing.T) {
 	e := newEnvOpt(t, store.Options{BusyTimeout: 50 * time.Millisecond})
 	ctx := context.Background()
 	e.session("s")
-	other, err := sql.Open("sqlite", store.DSN(e.path, true, store.Options{}))
-	check(t, err)
-	defer other.Close()
-	hold, err := other.Begin() // BEGIN IMMEDIATE: takes the write lock
-	check(t, err)
-	if _, err := hold.Exec(`UPDATE sessions SET title = 'locked' WHERE session_id = 's'`); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWrites(t, e)
 	if _, err := e.q.Admit(ctx, req("s", "in-1", "x"), nil); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Admit while another process holds the write lock: %v, want ErrUnavailable", err)
 	}
-	check(t, hold.Rollback())
+	release()
 	if n := e.count(`SELECT COUNT(*) FROM session_admissions`); n != 0 {
 		t.Fatal("an admission was stored although Admit failed")
 	}

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/store"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // sql driver "pgx" for holdWrites
+
 	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/fixtures/storetest"
 )
 
 // env is one state.db with the Queue of the current (simulated) daemon.
@@ -37,7 +41,7 @@ var fastSync = store.Options{Synchronous: "NORMAL"}
 
 func newEnvOpt(t testing.TB, opt store.Options) *env {
 	t.Helper()
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "state.db"), opt: opt, epoch: 1}
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "state.db"), opt: storetest.Options(t, opt), epoch: 1}
 	e.open()
 	t.Cleanup(func() {
 		if e.db != nil {
@@ -165,17 +169,25 @@ func (e *env) sess(id string) sessRow {
 
 func (e *env) events(sess string) []store.Event {
 	e.t.Helper()
-	var evs []store.Event
-	if err := e.db.Select(context.Background(), &evs, `SELECT session_id, seq, type, admission_id, execution_generation, CAST(payload AS BLOB) AS payload, created_at
+	var rows []struct {
+		store.Event
+		Text string `db:"payload_text"`
+	}
+	if err := e.db.Select(context.Background(), &rows, `SELECT session_id, seq, type, admission_id, execution_generation, payload AS payload_text, created_at
 		FROM events WHERE session_id = ? ORDER BY seq`, sess); err != nil {
 		e.t.Fatalf("read events of %s: %v", sess, err)
+	}
+	evs := make([]store.Event, len(rows))
+	for i, r := range rows {
+		evs[i] = r.Event
+		evs[i].Payload = []byte(r.Text)
 	}
 	return evs
 }
 
 func (e *env) messages(sess string) []store.Message {
 	e.t.Helper()
-	ms, err := store.Transcript(e.db.Reader(), sess)
+	ms, err := store.Transcript(e.db.Reads(context.Background()), sess)
 	if err != nil {
 		e.t.Fatalf("read transcript of %s: %v", sess, err)
 	}
@@ -219,4 +231,34 @@ func errName(err error) string {
 		return "nil"
 	}
 	return fmt.Sprintf("untyped(%v)", err)
+}
+
+// holdWrites makes the env's database refuse writes from another
+// connection, as another process would, until the returned func: on SQLite
+// it holds the write lock (BEGIN IMMEDIATE); on PostgreSQL an open
+// transaction holds the row locks of every session, so the store's writes
+// to them wait past lock_timeout (Options.BusyTimeout).
+func holdWrites(t *testing.T, e *env) (release func()) {
+	t.Helper()
+	var other *sql.DB
+	var err error
+	if e.opt.Driver == store.Postgres {
+		other, err = sql.Open("pgx", e.opt.DSN)
+	} else {
+		other, err = sql.Open("sqlite", store.DSN(e.path, true, store.Options{}))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`UPDATE sessions SET title = title`); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { tx.Rollback(); other.Close() }) }
+	t.Cleanup(release)
+	return release
 }

@@ -1,10 +1,12 @@
 package admission
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/sessiond/sessiond/fixtures/storetest"
 )
 
-// TestMain fails the package's run when a goroutine outlives its tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests on SQLite and then on PostgreSQL, and fails the
+// package's run when a goroutine outlives its tests.
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }

@@ -150,8 +150,8 @@ func (m *model) checkSession(s *mSess) {
 		Gen     int64            `db:"gen"`
 		Epoch   int64            `db:"epoch"`
 	}
-	if err := m.e.db.Select(context.Background(), &pending, `SELECT admission_id, seq, status, IFNULL(outcome, '') AS outcome,
-		IFNULL(execution_generation, 0) AS gen, IFNULL(owner_epoch, 0) AS epoch
+	if err := m.e.db.Select(context.Background(), &pending, `SELECT admission_id, seq, status, coalesce(outcome, '') AS outcome,
+		coalesce(execution_generation, 0) AS gen, coalesce(owner_epoch, 0) AS epoch
 		FROM session_admissions WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq`, s.id); err != nil {
 		m.fatalf("pending rows: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
@@ -43,7 +42,7 @@ func TestRetentionKeepsToolRunningOfOpenAdmissions(t *testing.T) {
 	}
 	var last int64
 	check(t, e.db.Get(ctx, &last, `SELECT last_event_seq FROM sessions WHERE session_id = 's'`))
-	err := e.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+	err := e.db.ReadTx(ctx, func(tx *store.Reads) error {
 		kept := int64(e.count(`SELECT seq FROM events WHERE session_id = 's' AND type = 'tool.running'`))
 		for _, after := range []int64{0, kept - 1, kept} {
 			if _, complete, err := e.db.EventsAfter(tx, "s", after); err != nil || complete {

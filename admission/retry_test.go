@@ -2,7 +2,6 @@ package admission_test
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"strings"
 	"sync"
@@ -50,27 +49,6 @@ func (l *logRecorder) find(prefix string) (count int, maxAttempt int64) {
 	return count, maxAttempt
 }
 
-// holdWriteLock takes SQLite's write lock on the env's database from a
-// second connection, as another process would, until the returned func.
-func holdWriteLock(t *testing.T, e *env) (release func()) {
-	t.Helper()
-	other, err := sql.Open("sqlite", store.DSN(e.path, true, store.Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := other.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(`UPDATE sessions SET title = title`); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() { once.Do(func() { tx.Rollback(); other.Close() }) }
-	t.Cleanup(release)
-	return release
-}
-
 // TestSchedulerRetriesClaimAfterStoreFailure: a claim that fails because
 // the store is locked is retried by the scheduler itself. Nothing else
 // wakes it here (no admit, no settle), so without the retry the input
@@ -80,7 +58,7 @@ func TestSchedulerRetriesClaimAfterStoreFailure(t *testing.T) {
 	e := newEnvOpt(t, store.Options{BusyTimeout: 20 * time.Millisecond})
 	e.session("s")
 	rec := e.admit("s", "a", "first")
-	release := holdWriteLock(t, e)
+	release := holdWrites(t, e)
 
 	logs := &logRecorder{}
 	f := newFakeExec(t)
@@ -129,7 +107,7 @@ func TestSchedulerSettleRetriesUntilStoreRecovers(t *testing.T) {
 	s.Wake("s")
 	f.next("a")
 
-	release := holdWriteLock(t, e)
+	release := holdWrites(t, e)
 	f.finish("a", admission.Result{Outcome: admission.OutcomeCompleted})
 	waitFor(t, waitLong, "60 settle attempts", func() bool { _, n := logs.find("settle failed; retrying"); return n >= 60 })
 	if row := e.mustRow(a.AdmissionID); row.Status != admission.StatusStarted {

@@ -395,7 +395,7 @@ func TestCheckConstraints(t *testing.T) {
 		t.Errorf("%d rows, want the 5 controls", n)
 	}
 	var st string
-	check(t, e.db.Get(context.Background(), &st, `SELECT status || '/' || IFNULL(outcome, '-') FROM session_admissions WHERE admission_id = 'ok-q'`))
+	check(t, e.db.Get(context.Background(), &st, `SELECT status || '/' || coalesce(outcome, '-') FROM session_admissions WHERE admission_id = 'ok-q'`))
 	if st != "queued/-" {
 		t.Errorf("ok-q is %s after refused updates", st)
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strconv"
@@ -171,7 +172,7 @@ func (d *Daemon) auditEvent(e store.Event) {
 		}
 		json.Unmarshal(raw, &args)
 		var cwd string
-		_ = d.db.Reader().Get(&cwd, `SELECT cwd FROM sessions WHERE session_id = ?`, e.SessionID)
+		_ = d.db.Reads(context.Background()).Get(&cwd, `SELECT cwd FROM sessions WHERE session_id = ?`, e.SessionID)
 		d.audit().Info("tool command started", append(base, "tool_call_id", p.ToolCallID, "command", args.Command, "cwd", cwd)...)
 	case "tool.completed":
 		o, ok := toolResult(e.Payload)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/sandbox"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
 	"go.yaml.in/yaml/v3"
 )
@@ -31,6 +32,7 @@ type Config struct {
 	Terminal      TerminalConfig  `yaml:"terminal"`
 	Limits        LimitsConfig    `yaml:"limits"`
 	Storage       StorageConfig   `yaml:"storage"`
+	Store         StoreConfig     `yaml:"store"`
 	Sandbox       SandboxConfig   `yaml:"sandbox"`
 	// Auth chooses the daemon token (auth.go): token_file for daemons
 	// sharing a store.
@@ -122,6 +124,28 @@ type StorageConfig struct {
 	CheckpointInterval int `yaml:"checkpoint_interval"`
 }
 
+// StoreConfig chooses the database: SQLite (default: state.db in the home,
+// nothing to set up) or PostgreSQL (a database named by a DSN, which several
+// daemons may share). A DSN alone means driver postgres. SESSIOND_STORE_DSN
+// fills dsn when the file leaves it empty; sessiond --store-dsn overrides
+// both.
+type StoreConfig struct {
+	Driver string `yaml:"driver"` // sqlite (default) | postgres
+	// DSN is the PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DBNAME
+	// (?sslmode=..., ?host=/socket/dir). Logs and daemon.info never show
+	// its password.
+	DSN string `yaml:"dsn"`
+}
+
+// StoreOptions is the store's driver and DSN from c.Store (validated).
+func (c *Config) StoreOptions() (store.Driver, string) {
+	d, _ := store.ParseDriver(c.Store.Driver)
+	if c.Store.Driver == "" && c.Store.DSN != "" {
+		d = store.Postgres
+	}
+	return d, c.Store.DSN
+}
+
 // LimitsConfig bounds the daemon's resources.
 type LimitsConfig struct {
 	MaxConcurrentTurns  int   `yaml:"max_concurrent_turns"`   // default 8
@@ -177,6 +201,9 @@ func LoadConfig(path string) (Config, []string, error) {
 	}
 	if cfg.Model.APIKey == "" {
 		cfg.Model.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if cfg.Store.DSN == "" {
+		cfg.Store.DSN = os.Getenv("SESSIOND_STORE_DSN")
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, warnings, fmt.Errorf("config %s: %w", path, err)
@@ -250,6 +277,9 @@ func (c *Config) Validate() error {
 	if err := c.Sandbox.Policy().Validate(); err != nil {
 		return fmt.Errorf("sandbox.%w", err)
 	}
+	if err := c.Store.validate(); err != nil {
+		return err
+	}
 	switch c.Model.Provider {
 	case "openai", "custom":
 	default:
@@ -298,6 +328,27 @@ func (c *Config) Validate() error {
 		}
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			return fmt.Errorf("metrics_listen: %q is not a loopback address; it serves /metrics without the token", c.MetricsListen)
+		}
+	}
+	return nil
+}
+
+// validate checks the driver and the DSN; errors never repeat the DSN's
+// password.
+func (s StoreConfig) validate() error {
+	d, err := store.ParseDriver(s.Driver)
+	if err != nil {
+		return fmt.Errorf("store.driver: must be sqlite or postgres, got %q", s.Driver)
+	}
+	if s.Driver == "" && s.DSN != "" {
+		d = store.Postgres
+	}
+	switch {
+	case d == store.SQLite && s.DSN != "":
+		return fmt.Errorf("store.dsn: set for driver sqlite, which keeps state.db in the home; remove it or say store.driver: postgres")
+	case d == store.Postgres:
+		if err := store.CheckDSN(s.DSN); err != nil {
+			return fmt.Errorf("store.dsn: %w", err)
 		}
 	}
 	return nil

@@ -33,6 +33,9 @@ type Options struct {
 	// Listen, when not empty, replaces config.yaml's listen (sessiond
 	// --listen): a loopback host:port.
 	Listen string
+	// StoreDSN, when not empty, replaces config.yaml's store (sessiond
+	// --store-dsn): the PostgreSQL database to use.
+	StoreDSN string
 }
 
 // Daemon is one running sessiond.
@@ -77,6 +80,10 @@ type Daemon struct {
 	// sandboxErr says why this kernel cannot enforce the configured
 	// sandbox (nil: it can, or the mode is off).
 	sandboxErr error
+	// storeSockets are the unix sockets of the store's PostgreSQL server
+	// (none on SQLite or over TCP), kept out of every sandboxed command's
+	// reach like the home.
+	storeSockets []string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -106,6 +113,9 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := cfg.overrideListen(opt.Listen); err != nil {
 		return nil, err
 	}
+	if err := cfg.overrideStoreDSN(opt.StoreDSN); err != nil {
+		return nil, err
+	}
 	lock, err := LockHome(opt.Home)
 	if err != nil {
 		return nil, err
@@ -126,18 +136,29 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 			d.release()
 		}
 	}()
-	// SQLite creates state.db (and its -wal and -shm, which copy the
-	// database's mode) 0644; make it private first.
-	if f, err := os.OpenFile(filepath.Join(opt.Home, StateFile), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
-		f.Close()
+	driver, dsn := cfg.StoreOptions()
+	where := filepath.Join(opt.Home, StateFile)
+	if driver == store.SQLite {
+		// SQLite creates state.db (and its -wal and -shm, which copy the
+		// database's mode) 0644; make it private first.
+		if f, err := os.OpenFile(where, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+			f.Close()
+		}
+	} else {
+		where = "PostgreSQL " + store.RedactDSN(dsn)
+		d.storeSockets = store.SocketFiles(dsn)
 	}
 	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
-		store.Options{BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
+		store.Options{Driver: driver, DSN: dsn, BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
 			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log,
 			OnCommit: d.metrics.observeCommit})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w%s", filepath.Join(opt.Home, StateFile), err, diskFullHint(opt.Home))
+		if driver == store.SQLite {
+			return nil, fmt.Errorf("open %s: %w%s", where, err, diskFullHint(opt.Home))
+		}
+		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
+	log.Info("store opened", "driver", string(driver), "database", d.db.Path())
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.observeEvent)
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/protocol"
@@ -133,8 +131,9 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
+	info.Storage = rpc.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
-		info.Storage = rpc.StorageInfo{WALBytes: st.WALBytes, LastCheckpointAt: store.FormatTime(st.At), CheckpointBusy: st.Busy}
+		info.Storage.WALBytes, info.Storage.LastCheckpointAt, info.Storage.CheckpointBusy = st.WALBytes, store.FormatTime(st.At), st.Busy
 		if st.Err != nil {
 			info.Storage.CheckpointError = st.Err.Error()
 		}
@@ -220,7 +219,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionList
 	}
 	// Every subquery is an index seek: the partial indexes need their WHERE
 	// terms repeated (status <> 'terminal', status = 'open').
-	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+	err := d.db.ReadTx(ctx, func(tx *store.Reads) error {
 		return tx.Select(&rows, `SELECT s.session_id, s.title, s.cwd, s.created_at,
 			(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
 			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
@@ -312,7 +311,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.Interr
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
-	s, err := getSession(d.db.Reader(), p.SessionID)
+	s, err := getSession(d.db.Reads(ctx), p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -425,7 +424,7 @@ func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p rpc.Approvals
 		out.Always = append(out.Always, rpc.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
 	}
 	if p.SessionID != "" {
-		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
+		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
 			return nil, err
 		}
 		rs, err := d.prompts.SessionAllowed(ctx, p.SessionID)

@@ -60,7 +60,7 @@ func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (rpc.Sess
 		(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
 		FROM sessions s WHERE s.session_id = ?`, sessionID)
 	if err != nil {
-		if _, gerr := getSession(d.db.Reader(), sessionID); gerr != nil {
+		if _, gerr := getSession(d.db.Reads(ctx), sessionID); gerr != nil {
 			return rpc.SessionSummary{}, wireErr(gerr)
 		}
 		return rpc.SessionSummary{}, wireErr(err)
@@ -96,7 +96,7 @@ func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p rpc.Approva
 		return nil, rpc.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
 	}
 	if p.SessionID != "" {
-		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
+		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
 			return nil, err
 		}
 	}

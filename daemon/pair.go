@@ -232,7 +232,7 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMe
 		return nil, err
 	}
 	if p.SessionID != "" {
-		if _, err := getSession(d.db.Reader(), p.SessionID); err != nil {
+		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
 			return nil, wireErr(err)
 		}
 	}
@@ -246,7 +246,7 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMe
 		}
 		_, err := tx.Exec(`INSERT INTO pairing_codes (code_hash, label, scope_session_id, read_only, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, hashSecret(normalizeCode(code)), p.Label,
-			sql.NullString{String: p.SessionID, Valid: p.SessionID != ""}, p.ReadOnly, store.FormatTime(now), expires)
+			sql.NullString{String: p.SessionID, Valid: p.SessionID != ""}, boolInt(p.ReadOnly), store.FormatTime(now), expires)
 		return err
 	})
 	if err != nil {
@@ -306,9 +306,9 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 		now := store.Now()
 		// Single use: the code is claimed in the same statement that
 		// checks it, so two redemptions cannot both win.
-		err := tx.Get(&row, `UPDATE pairing_codes SET used_at = ?1, client_id = ?2
-			WHERE code_hash = ?3 AND used_at IS NULL AND expires_at > ?1
-			RETURNING label, scope_session_id, read_only`, now, out.ClientID, hashSecret(code))
+		err := tx.Get(&row, `UPDATE pairing_codes SET used_at = ?, client_id = ?
+			WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?
+			RETURNING label, scope_session_id, read_only`, now, out.ClientID, hashSecret(code), now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errBadCode
 		} else if err != nil {
@@ -325,7 +325,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 			}
 		}
 		_, err = tx.Exec(`INSERT INTO clients (client_id, label, token_hash, scope_session_id, read_only, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, out.ClientID, out.Label, hashSecret(token), row.SessionID, row.ReadOnly, now)
+			VALUES (?, ?, ?, ?, ?, ?)`, out.ClientID, out.Label, hashSecret(token), row.SessionID, boolInt(row.ReadOnly), now)
 		return err
 	})
 	if err != nil {
@@ -506,4 +506,13 @@ func hostOnly(addr string) string {
 		return h
 	}
 	return addr
+}
+
+// boolInt is the 0/1 of the INTEGER flag columns (read_only), which are
+// integers on both drivers.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
@@ -221,7 +220,7 @@ func (d *Daemon) createSession(tx *store.Tx, p rpc.SessionCreateParams) (string,
 // snapshot reads the session's state in one WAL snapshot.
 func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, error) {
 	var snap rpc.Snapshot
-	err := d.db.ReadTx(d.ctx, func(tx *sqlx.Tx) error {
+	err := d.db.ReadTx(d.ctx, func(tx *store.Reads) error {
 		s, err := getSession(tx, sessionID)
 		if err != nil {
 			return err
@@ -232,13 +231,13 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			Messages: []rpc.Message{}, Prompts: []rpc.Prompt{}, Pending: []rpc.Receipt{}}
 		// Bounded whatever the session's size: the newest messages only
 		// (session.messages pages back), long fields cut.
-		page, err := store.TranscriptPage(tx, sessionID, 0, protocol.MaxSnapshotMessages, protocol.MaxSnapshotBytes, protocol.MaxSnapshotTextBytes)
+		page, err := store.TranscriptPage(tx, d.db.Driver(), sessionID, 0, protocol.MaxSnapshotMessages, protocol.MaxSnapshotBytes, protocol.MaxSnapshotTextBytes)
 		if err != nil {
 			return err
 		}
 		snap.Messages = pageWire(page)
 		snap.MessagesTruncated = page.More
-		pending, more, err := admission.PendingBounded(tx, sessionID, protocol.MaxSnapshotPending, protocol.MaxSnapshotTextBytes)
+		pending, more, err := admission.PendingBounded(tx, d.db.Driver(), sessionID, protocol.MaxSnapshotPending, protocol.MaxSnapshotTextBytes)
 		if err != nil {
 			return err
 		}
@@ -335,11 +334,11 @@ func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p rpc.Message
 		before = *p.BeforeID
 	}
 	var out protocol.MessagesResult
-	err := d.db.ReadTx(ctx, func(tx *sqlx.Tx) error {
+	err := d.db.ReadTx(ctx, func(tx *store.Reads) error {
 		if _, err := getSession(tx, p.SessionID); err != nil {
 			return err
 		}
-		page, err := store.TranscriptPage(tx, p.SessionID, before, limit, protocol.MaxSnapshotBytes, protocol.MaxSnapshotBytes)
+		page, err := store.TranscriptPage(tx, d.db.Driver(), p.SessionID, before, limit, protocol.MaxSnapshotBytes, protocol.MaxSnapshotBytes)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,14 +68,14 @@ func (e *executor) model(s agent.Session) agent.Model {
 
 // Run implements admission.Executor.
 func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
-	s, err := getSession(e.d.db.Reader(), t.Admission.SessionID)
+	s, err := getSession(e.d.db.Reads(ctx), t.Admission.SessionID)
 	if err != nil {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
 	turn := agent.Turn{SessionID: s.SessionID, AdmissionID: t.Admission.AdmissionID, Generation: t.Admission.Generation()}
 	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
-		as.Sandbox = tools.SandboxSpec(pol, e.d.home)
+		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.storeSockets...)
 		if e.d.sandboxErr != nil {
 			as.SandboxUnavailable = e.d.sandboxErr.Error()
 		}
@@ -111,7 +112,7 @@ func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
 }
 
 func (j *journal) Transcript(ctx context.Context, t agent.Turn) ([]agent.Stored, error) {
-	ms, err := store.Transcript(j.d.db.Reader(), t.SessionID)
+	ms, err := store.Transcript(j.d.db.Reads(ctx), t.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +216,13 @@ func messageWire(m store.Message) protocol.Message {
 	return w
 }
 
+type leftoverRow struct {
+	SessionID   string `db:"session_id"`
+	AdmissionID string `db:"admission_id"`
+	Type        string `db:"type"`
+	Payload     string `db:"payload"`
+}
+
 // killLeftoverTools is a boot step after Recover: a command that was
 // running when an earlier daemon died (a tool.running event of an unknown
 // admission) may still run, orphaned. Its process group is killed if its
@@ -222,24 +230,37 @@ func messageWire(m store.Message) protocol.Message {
 // command's marker (tools.KillGroupIfSame), so a reused pid is never hit.
 // The model is told when the turn is resolved (admission.CrashedWhileRunning).
 func (d *Daemon) killLeftoverTools(ctx context.Context) error {
-	var rows []struct {
-		SessionID   string `db:"session_id"`
-		AdmissionID string `db:"admission_id"`
-		Payload     string `db:"payload"`
-	}
+	var rows []leftoverRow
 	// Unknown admissions first (the partial index on open rows), then their
 	// session's events by primary key prefix: no scan of the events table.
 	// A call with a tool.completed ended while its daemon lived, which
 	// killed its group then: whatever uses that group id now is not it.
-	err := d.db.Select(ctx, &rows, `SELECT e.session_id, e.admission_id, e.payload
+	// (The payloads are matched here, not with a JSON function of one SQL
+	// dialect.)
+	err := d.db.Select(ctx, &rows, `SELECT e.session_id, e.admission_id, e.type, e.payload
 		FROM session_admissions a CROSS JOIN events e
 		WHERE a.status <> 'terminal' AND a.status = 'unknown'
-		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id AND e.type = 'tool.running'
-		AND NOT EXISTS (SELECT 1 FROM events c WHERE c.session_id = e.session_id AND c.admission_id = e.admission_id
-			AND c.type = 'tool.completed' AND c.payload ->> '$.tool_call_id' = e.payload ->> '$.tool_call_id')`)
+		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id
+		AND e.type IN ('tool.running', 'tool.completed')`)
 	if err != nil {
 		return err
 	}
+	callID := func(payload string) string {
+		var p struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
+		json.Unmarshal([]byte(payload), &p)
+		return p.ToolCallID
+	}
+	completed := map[[2]string]bool{}
+	for _, r := range rows {
+		if r.Type == "tool.completed" {
+			completed[[2]string{r.AdmissionID, callID(r.Payload)}] = true
+		}
+	}
+	rows = slices.DeleteFunc(rows, func(r leftoverRow) bool {
+		return r.Type != "tool.running" || completed[[2]string{r.AdmissionID, callID(r.Payload)}]
+	})
 	for _, r := range rows {
 		var p struct {
 			ToolCallID string `json:"tool_call_id"`

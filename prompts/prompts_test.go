@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/fixtures/storetest"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/store"
 )
@@ -28,7 +29,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), store.Options{Synchronous: "NORMAL"})
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), storetest.Options(t, store.Options{Synchronous: "NORMAL"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,14 @@ type SandboxParams struct {
 // another process was checkpointing the same file; CheckpointError is set
 // while checkpoints fail (state.db cannot be written: commits still land
 // durably in the WAL, which grows). See docs/protocol.md Part 2 F.
+// Driver is the store's engine, "sqlite" or "postgres"; Database is where
+// it is: state.db's path, or the PostgreSQL DSN with its password replaced
+// by "xxxxx". On PostgreSQL there is no WAL file of the daemon's: WALBytes
+// is 0, and the "checkpoint" is a periodic write probe of the database
+// (LastCheckpointAt, CheckpointError while it fails).
 type StorageInfo struct {
+	Driver           string `json:"driver"`
+	Database         string `json:"database"`
 	WALBytes         int64  `json:"wal_bytes"`
 	LastCheckpointAt string `json:"last_checkpoint_at,omitempty"`
 	CheckpointBusy   bool   `json:"checkpoint_busy,omitempty"`

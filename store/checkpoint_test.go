@@ -40,6 +40,7 @@ func (l *lockedBuffer) String() string {
 // checkpoints fail. The periodic checkpoint reports it once, with the path,
 // and reports the recovery once the file is writable again.
 func TestCheckpointNoticesReadOnlyDatabase(t *testing.T) {
+	sqliteOnly(t)
 	logs := &lockedBuffer{}
 	db := openTest(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx := context.Background()
@@ -79,6 +80,7 @@ func TestCheckpointNoticesReadOnlyDatabase(t *testing.T) {
 }
 
 func TestCheckpointAfterClose(t *testing.T) {
+	sqliteOnly(t)
 	db := openTest(t, Options{})
 	db.Close()
 	if _, err := db.Checkpoint(context.Background()); !errors.Is(err, ErrClosed) {
@@ -92,6 +94,7 @@ func TestCheckpointAfterClose(t *testing.T) {
 // copies every page). Without that the WAL grows with every commit (36 MB
 // here when an experiment moved checkpoints to their own connection).
 func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
+	sqliteOnly(t)
 	db := openTest(t, Options{})
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -133,12 +136,13 @@ func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
 // until the store has seen Busy once: a single RESTART, its row dropped by
 // ExecContext, left the test waiting 20 s for a Busy that could not come.
 func TestCheckpointBusy(t *testing.T) {
+	sqliteOnly(t)
 	db := openTest(t, Options{})
 	ctx := context.Background()
 	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "before") }); err != nil {
 		t.Fatal(err)
 	}
-	reader, err := db.Reader().Connx(ctx)
+	reader, err := db.r.Connx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +216,7 @@ func TestCheckpointBusy(t *testing.T) {
 // (forced here), returns ErrClosed at once instead of waiting forever; its
 // function never runs.
 func TestCloseRacingInTx(t *testing.T) {
+	sqliteOnly(t)
 	// The queueing select picks at random between a free slot and the
 	// stop signal: 20 rounds all but certainly hit the slot.
 	for round := range 20 {

@@ -1,8 +1,22 @@
-// Package store owns sessiond's SQLite database (state.db): the DSN and its
-// per-connection pragmas, the embedded versioned migrations, one writer
-// connection that runs every write transaction BEGIN IMMEDIATE with group
-// commit, a bounded pool of query-only readers, and the mapping of SQLite
-// failures to ErrUnavailable.
+// Package store owns sessiond's database behind one contract for two
+// drivers (Options.Driver):
+//
+//   - SQLite (default): state.db in the home; the DSN and its
+//     per-connection pragmas, one writer connection that runs every write
+//     transaction BEGIN IMMEDIATE with group commit, a bounded pool of
+//     query-only readers, a periodic passive WAL checkpoint;
+//   - PostgreSQL (Options.DSN, github.com/jackc/pgx/v5 under sqlx): a
+//     bounded pool on which every write transaction is one SERIALIZABLE
+//     transaction, run again on serialization failure or deadlock; one
+//     dedicated connection for LISTEN; a periodic write probe in place of
+//     the checkpoint.
+//
+// Both have embedded versioned migrations (migrations/, migrations_pg/) with
+// the same table and column names and CHECK constraints, accept '?'
+// placeholders in every query method (rebound to $n for PostgreSQL), publish
+// a transaction's events and notifications only after it committed, in
+// commit order (SetEventSink, Tx.Notify, Listen), and map failures of the
+// environment to ErrUnavailable (Classify).
 //
 // It must not know about sessions' FIFOs, prompts or the wire: callers pass
 // SQL. Table names and columns that operators rely on are fixed by PROTOCOL.md

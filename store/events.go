@@ -75,12 +75,25 @@ func (t *Tx) AppendEvent(sessionID string, typ protocol.EventType, admissionID s
 // order, and whether the window is complete (false when events after `after`
 // were already pruned, so the caller needs a fresh snapshot).
 func (db *DB) EventsAfter(q Queryer, sessionID string, after int64) (events []Event, complete bool, err error) {
-	// payload is TEXT, which the driver returns as a string; json.RawMessage
-	// scans only from []byte, hence the CAST.
-	if err := q.Select(&events, `SELECT session_id, seq, type, admission_id, execution_generation,
-		CAST(payload AS BLOB) AS payload, created_at
+	// payload is TEXT, which the drivers return as a string; json.RawMessage
+	// scans only from []byte, hence the copy.
+	var rows []struct {
+		SessionID           string  `db:"session_id"`
+		Seq                 int64   `db:"seq"`
+		Type                string  `db:"type"`
+		AdmissionID         *string `db:"admission_id"`
+		ExecutionGeneration *int64  `db:"execution_generation"`
+		Payload             string  `db:"payload"`
+		CreatedAt           string  `db:"created_at"`
+	}
+	if err := q.Select(&rows, `SELECT session_id, seq, type, admission_id, execution_generation, payload, created_at
 		FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, after); err != nil {
 		return nil, false, Classify(err)
+	}
+	events = make([]Event, len(rows))
+	for i, r := range rows {
+		events[i] = Event{SessionID: r.SessionID, Seq: r.Seq, Type: r.Type, AdmissionID: r.AdmissionID,
+			ExecutionGeneration: r.ExecutionGeneration, Payload: json.RawMessage(r.Payload), CreatedAt: r.CreatedAt}
 	}
 	var last int64
 	if err := q.Get(&last, `SELECT last_event_seq FROM sessions WHERE session_id = ?`, sessionID); err != nil {
@@ -98,7 +111,8 @@ func (db *DB) EventsAfter(q Queryer, sessionID string, after int64) (events []Ev
 	return events, true, nil
 }
 
-// Queryer is what both *sqlx.Tx and *sqlx.DB offer for reads.
+// Queryer runs reads with '?' placeholders: *Tx, *Reads (DB.Reads,
+// DB.ReadTx).
 type Queryer interface {
 	Get(dest any, query string, args ...any) error
 	Select(dest any, query string, args ...any) error

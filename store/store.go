@@ -23,11 +23,23 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations_pg/*.sql
 var migrationFS embed.FS
 
 // Options tune Open. Zero values take the documented defaults.
 type Options struct {
+	// Driver selects the database engine: SQLite (default, "sqlite": the
+	// file given to Open) or Postgres ("postgres": the database named by
+	// DSN; Open's path is ignored).
+	Driver Driver
+	// DSN is the PostgreSQL connection URL
+	// (postgres://user:password@host:port/dbname?sslmode=...), required
+	// with Driver Postgres and refused with SQLite.
+	DSN string
+	// MaxConns bounds the PostgreSQL connection pool (write transactions
+	// and reads; the LISTEN connection comes on top). Default 16. Unused on
+	// SQLite.
+	MaxConns int
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// connection or process before failing with SQLITE_BUSY (PRAGMA
 	// busy_timeout). Default 5s.
@@ -88,13 +100,24 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Driver == "" {
+		o.Driver = SQLite
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
 }
 
-// DB is state.db: one writer connection owned by a committer goroutine and a
-// bounded pool of query-only readers. Safe for concurrent use.
+// DB is the store. On SQLite it is state.db: one writer connection owned by
+// a committer goroutine and a bounded pool of query-only readers. On
+// PostgreSQL it is a bounded pool of connections (each InTx one
+// SERIALIZABLE transaction) plus one LISTEN connection. Safe for concurrent
+// use.
 type DB struct {
 	path  string
 	opt   Options
+	drv   Driver
+	pg    *pgState   // nil on SQLite
 	w     *sqlx.DB   // the writer pool: one connection
 	wconn *sqlx.Conn // that connection, pinned by the committer after migrations
 	r     *sqlx.DB
@@ -112,6 +135,7 @@ type DB struct {
 	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
 	txs     atomic.Int64
+	reruns  atomic.Int64 // PostgreSQL: attempts re-run after a serialization failure
 
 	ckpt    atomic.Pointer[CheckpointStatus]
 	ckptNow chan chan CheckpointStatus // Checkpoint's requests to the committer
@@ -119,6 +143,8 @@ type DB struct {
 	// beforeQueue, when set (tests only), runs in InTx between its closed
 	// check and queueing the request: the window a racing Close can hit.
 	beforeQueue func()
+
+	notify notifier
 }
 
 // DSN returns the modernc.org/sqlite data source name for path with the
@@ -148,6 +174,16 @@ func DSN(path string, writer bool, opt Options) string {
 // wrap ErrUnavailable when SQLite itself failed (locked, read-only, full).
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	opt.defaults()
+	switch opt.Driver {
+	case SQLite:
+		if opt.DSN != "" {
+			return nil, fmt.Errorf("store: a DSN is for driver %q, not %q", Postgres, SQLite)
+		}
+	case Postgres:
+		return openPostgres(ctx, opt)
+	default:
+		return nil, fmt.Errorf("store: unknown driver %q (want %q or %q)", opt.Driver, SQLite, Postgres)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -162,7 +198,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	db := &DB{path: abs, opt: opt, w: w,
+	db := &DB{path: abs, opt: opt, drv: SQLite, w: w,
 		reqs: make(chan *txRequest, 4*opt.MaxBatch), stop: make(chan struct{}), stopped: make(chan struct{}),
 		ckptNow: make(chan chan CheckpointStatus)}
 	fail := func(err error) (*DB, error) {
@@ -208,20 +244,27 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("state.db reader: journal_mode is %q, want wal", mode))
 	}
+	db.notify.init(db)
 	go db.commitLoop()
 	return db, nil
 }
 
-// Path is the absolute path of the database file.
+// Path is the absolute path of the database file on SQLite; on PostgreSQL
+// the DSN with its password redacted.
 func (db *DB) Path() string { return db.path }
 
-// Reader is the pool of query-only connections. Reads see every committed
-// transaction (WAL snapshot at statement or transaction start).
-func (db *DB) Reader() *sqlx.DB { return db.r }
+// Driver is the engine behind the store, for the rare statement that must
+// differ between dialects.
+func (db *DB) Driver() Driver { return db.drv }
 
 // Stats reports group-commit counters: committed batches and the write
-// transactions they carried.
+// transactions they carried (on PostgreSQL each transaction is its own
+// batch).
 func (db *DB) Stats() (batches, txs int64) { return db.batches.Load(), db.txs.Load() }
+
+// Reruns is how many times InTx ran a transaction again after it failed to
+// serialize (PostgreSQL; always 0 on SQLite).
+func (db *DB) Reruns() int64 { return db.reruns.Load() }
 
 // Close stops the committer after the queued transactions ran, checkpoints
 // the WAL into the main file (PRAGMA wal_checkpoint(TRUNCATE)) and closes
@@ -230,6 +273,10 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	if db.pg != nil {
+		return db.closePostgres()
+	}
+	db.notify.close()
 	close(db.stop)
 	<-db.stopped
 	db.stmtMu.Lock()
@@ -318,16 +365,24 @@ func (db *DB) probeWritable(ctx context.Context) error {
 	return Classify(err)
 }
 
-// SchemaVersion returns PRAGMA user_version, the last applied migration.
+// SchemaVersion returns the last applied migration: PRAGMA user_version on
+// SQLite, the highest version in table schema_version on PostgreSQL.
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := db.r.GetContext(ctx, &v, "PRAGMA user_version")
-	return v, err
+	q := "PRAGMA user_version"
+	if db.drv == Postgres {
+		q = "SELECT coalesce(max(version), 0) FROM schema_version"
+	}
+	err := db.r.GetContext(ctx, &v, q)
+	return v, Classify(err)
 }
 
-// ErrUnavailable means SQLite could not perform the operation (the database
-// is locked past busy_timeout, the disk is full, the file is read-only, or an
-// I/O error occurred). Nothing of the failed transaction was committed. The
+// ErrUnavailable means the database could not perform the operation: on
+// SQLite the database is locked past busy_timeout, the disk is full, the
+// file is read-only, or an I/O error occurred; on PostgreSQL the server
+// cannot be reached or is shutting down, lacks resources (disk full,
+// connections), is read-only, or a transaction kept failing to serialize
+// after its retries. Nothing of the failed transaction was committed. The
 // wire reason is storage_unavailable.
 var ErrUnavailable = errors.New("storage unavailable")
 
@@ -348,6 +403,9 @@ func Classify(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
 	}
+	if pgUnavailable(err) {
+		return &unavailableError{err}
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
@@ -361,11 +419,12 @@ func Classify(err error) error {
 	return err
 }
 
-// IsConstraint reports whether err is a SQLite constraint violation (UNIQUE,
-// CHECK, FOREIGN KEY, NOT NULL).
+// IsConstraint reports whether err is a constraint violation (UNIQUE,
+// CHECK, FOREIGN KEY, NOT NULL): SQLITE_CONSTRAINT, or a PostgreSQL error of
+// class 23.
 func IsConstraint(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT || pgConstraint(err)
 }
 
 // Tx is one write transaction handed to an InTx callback. It runs inside a
@@ -377,6 +436,12 @@ type Tx struct {
 	db       *DB
 	onCommit []func()
 	sink     func(Event)
+	// pg is the PostgreSQL transaction (nil on SQLite); retry is set when
+	// one of its statements failed to serialize (40001, 40P01), so that
+	// InTx runs the attempt again whatever fn made of the error.
+	pg      *sqlx.Tx
+	retry   bool
+	notices []notice
 }
 
 // Context is the context of the InTx call.
@@ -412,9 +477,20 @@ type txResult struct {
 // If ctx ends before fn started, InTx returns ctx.Err() and fn never runs;
 // once fn started, InTx waits for the outcome. SQLite failures wrap
 // ErrUnavailable.
+//
+// On PostgreSQL fn runs in one SERIALIZABLE transaction of its own and runs
+// again when that transaction fails to serialize (40001) or deadlocks
+// (40P01), at most 30 times (then ErrUnavailable): fn must be re-runnable,
+// with its in-memory effects in Tx.OnCommit (the hooks of an attempt that
+// did not commit never run). A statement that failed aborts the attempt
+// (sql.ErrNoRows is not a failure): fn returns the error rather than
+// carrying on. Hooks run after COMMIT in commit order.
 func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if db.closed.Load() {
 		return ErrClosed
+	}
+	if db.pg != nil {
+		return db.inTxPostgres(ctx, fn)
 	}
 	req := &txRequest{ctx: ctx, fn: fn, done: make(chan txResult, 1)}
 	if db.beforeQueue != nil {
@@ -616,6 +692,9 @@ func (db *DB) checkpoint() CheckpointStatus {
 // returns its outcome; the committer also runs one every
 // Options.CheckpointInterval. It returns ErrClosed after Close.
 func (db *DB) Checkpoint(ctx context.Context) (CheckpointStatus, error) {
+	if db.pg != nil {
+		return db.probePostgres(ctx)
+	}
 	reply := make(chan CheckpointStatus, 1)
 	select {
 	case db.ckptNow <- reply:
@@ -646,25 +725,67 @@ func callTx(fn func(*Tx) error, t *Tx) (res txResult) {
 	return txResult{err: fn(t)}
 }
 
-// Get runs a single-row query on a reader; sql.ErrNoRows when nothing matched.
+// Get runs a single-row query on a reader (a pooled connection on
+// PostgreSQL); sql.ErrNoRows when nothing matched. query uses '?'
+// placeholders on both drivers.
 func (db *DB) Get(ctx context.Context, dest any, query string, args ...any) error {
-	return Classify(db.r.GetContext(ctx, dest, query, args...))
+	return Classify(db.r.GetContext(ctx, dest, db.rebind(query), args...))
 }
 
 // Select runs a query on a reader and scans every row into dest (a slice).
 func (db *DB) Select(ctx context.Context, dest any, query string, args ...any) error {
-	return Classify(db.r.SelectContext(ctx, dest, query, args...))
+	return Classify(db.r.SelectContext(ctx, dest, db.rebind(query), args...))
 }
 
-// ReadTx runs fn in one read transaction on a reader connection, so that
-// every query in it sees one consistent WAL snapshot.
-func (db *DB) ReadTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
-	tx, err := db.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+// Reads returns a Queryer (and RowQueryer) running each query on its own
+// reader connection with ctx. Consecutive queries may see different
+// commits; use ReadTx for one consistent view.
+func (db *DB) Reads(ctx context.Context) *Reads { return &Reads{ctx: ctx, db: db, q: db.r} }
+
+// Reads runs read queries with '?' placeholders on both drivers: on the
+// reader pool (DB.Reads) or in one read transaction (DB.ReadTx). Errors
+// are classified (ErrUnavailable).
+type Reads struct {
+	ctx context.Context
+	db  *DB
+	q   interface {
+		GetContext(ctx context.Context, dest any, query string, args ...any) error
+		SelectContext(ctx context.Context, dest any, query string, args ...any) error
+		QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error)
+	}
+}
+
+// Get runs a single-row query; sql.ErrNoRows when nothing matched.
+func (r *Reads) Get(dest any, query string, args ...any) error {
+	return Classify(r.q.GetContext(r.ctx, dest, r.db.rebind(query), args...))
+}
+
+// Select runs a query and scans every row into dest (a slice).
+func (r *Reads) Select(dest any, query string, args ...any) error {
+	return Classify(r.q.SelectContext(r.ctx, dest, r.db.rebind(query), args...))
+}
+
+// Queryx runs a query whose rows are read one at a time; the caller closes
+// them.
+func (r *Reads) Queryx(query string, args ...any) (*sqlx.Rows, error) {
+	rows, err := r.q.QueryxContext(r.ctx, r.db.rebind(query), args...)
+	return rows, Classify(err)
+}
+
+// ReadTx runs fn in one read-only transaction, so that every query in it
+// sees one consistent snapshot: a WAL snapshot on a SQLite reader, a
+// REPEATABLE READ READ ONLY transaction on PostgreSQL.
+func (db *DB) ReadTx(ctx context.Context, fn func(*Reads) error) error {
+	opt := &sql.TxOptions{ReadOnly: true}
+	if db.drv == Postgres {
+		opt.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := db.r.BeginTxx(ctx, opt)
 	if err != nil {
 		return Classify(err)
 	}
 	defer tx.Rollback()
-	return Classify(fn(tx))
+	return Classify(fn(&Reads{ctx: ctx, db: db, q: tx}))
 }
 
 // Now is the store's timestamp format: RFC 3339 UTC with milliseconds,
@@ -694,8 +815,11 @@ func (db *DB) stmt(query string) (*sqlx.Stmt, error) {
 }
 
 // Get runs a single-row query in the transaction; sql.ErrNoRows when
-// nothing matched.
+// nothing matched. query uses '?' placeholders on both drivers.
 func (t *Tx) Get(dest any, query string, args ...any) error {
+	if t.pg != nil {
+		return t.pgErr(t.pg.GetContext(t.pgctx(), dest, t.db.rebind(query), args...))
+	}
 	s, err := t.db.stmt(query)
 	if err != nil {
 		return err
@@ -706,6 +830,9 @@ func (t *Tx) Get(dest any, query string, args ...any) error {
 // Select runs a query in the transaction and scans every row into dest (a
 // slice).
 func (t *Tx) Select(dest any, query string, args ...any) error {
+	if t.pg != nil {
+		return t.pgErr(t.pg.SelectContext(t.pgctx(), dest, t.db.rebind(query), args...))
+	}
 	s, err := t.db.stmt(query)
 	if err != nil {
 		return err
@@ -715,9 +842,27 @@ func (t *Tx) Select(dest any, query string, args ...any) error {
 
 // Exec runs a statement in the transaction.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	if t.pg != nil {
+		res, err := t.pg.ExecContext(t.pgctx(), t.db.rebind(query), args...)
+		return res, t.pgErr(err)
+	}
 	s, err := t.db.stmt(query)
 	if err != nil {
 		return nil, err
 	}
 	return s.Exec(args...)
+}
+
+// Queryx runs a query in the transaction whose rows are read one at a time;
+// the caller closes them before the next statement.
+func (t *Tx) Queryx(query string, args ...any) (*sqlx.Rows, error) {
+	if t.pg != nil {
+		rows, err := t.pg.QueryxContext(t.pgctx(), t.db.rebind(query), args...)
+		return rows, t.pgErr(err)
+	}
+	s, err := t.db.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return s.Queryx(args...)
 }

@@ -19,7 +19,7 @@ import (
 
 func openTest(t *testing.T, opt Options) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), opt)
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), testOptions(t, opt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +28,7 @@ func openTest(t *testing.T, opt Options) *DB {
 }
 
 func TestOpenSetsPragmasPerConnection(t *testing.T) {
+	sqliteOnly(t)
 	db := openTest(t, Options{})
 	ctx := context.Background()
 	var mode string
@@ -37,7 +38,7 @@ func TestOpenSetsPragmasPerConnection(t *testing.T) {
 	// Every reader connection carries the pragmas, not just the first one.
 	conns := make([]*sqlx.Conn, 0, 4)
 	for range 4 {
-		c, err := db.Reader().Connx(ctx)
+		c, err := db.r.Connx(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,29 +73,38 @@ func TestOpenSetsPragmasPerConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Readers refuse writes.
-	if _, err := db.Reader().Exec("INSERT INTO approval_allowlist(pattern, created_at) VALUES ('x','y')"); err == nil {
+	if _, err := db.r.Exec("INSERT INTO approval_allowlist(pattern, created_at) VALUES ('x','y')"); err == nil {
 		t.Fatal("reader accepted a write")
 	}
 }
 
 func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
+	opt := testOptions(t, Options{})
+	tables := "SELECT count(*) FROM sqlite_schema WHERE name IN ('sessions','session_admissions','messages','prompts','events','boot_epochs')"
+	column := "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'sandbox'"
+	if testDriver == Postgres {
+		tables = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()
+			AND table_name IN ('sessions','session_admissions','messages','prompts','events','boot_epochs')`
+		column = `SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+			AND table_name = 'sessions' AND column_name = 'sandbox'`
+	}
 	for range 2 {
-		db, err := Open(context.Background(), path, Options{})
+		db, err := Open(context.Background(), path, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
 		if err != nil || v != 3 {
-			t.Fatalf("user_version = %d, %v", v, err)
+			t.Fatalf("schema version = %d, %v", v, err)
 		}
 		var n int
-		db.Get(context.Background(), &n, "SELECT count(*) FROM sqlite_schema WHERE name IN ('sessions','session_admissions','messages','prompts','events','boot_epochs')")
+		db.Get(context.Background(), &n, tables)
 		if n != 6 {
 			t.Fatalf("tables = %d", n)
 		}
 		// 0002: each session's frozen sandbox.
-		if err := db.Get(context.Background(), &n, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'sandbox'"); err != nil || n != 1 {
+		if err := db.Get(context.Background(), &n, column); err != nil || n != 1 {
 			t.Fatalf("sessions.sandbox column: %d, %v", n, err)
 		}
 		db.Close()
@@ -184,6 +194,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 }
 
 func TestBusyPastTimeoutIsUnavailableAndRecovers(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := Open(context.Background(), path, Options{BusyTimeout: 50 * time.Millisecond})
 	if err != nil {
@@ -210,6 +221,7 @@ func TestBusyPastTimeoutIsUnavailableAndRecovers(t *testing.T) {
 }
 
 func TestDiskFullIsUnavailableAndRecovers(t *testing.T) {
+	sqliteOnly(t)
 	db := openTest(t, Options{})
 	ctx := context.Background()
 	var pages int
@@ -286,6 +298,7 @@ func makeImmutable(t *testing.T, path string) {
 }
 
 func TestOpenReadOnlyFileFailsNamingIt(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := Open(context.Background(), path, Options{})
 	if err != nil {
@@ -317,6 +330,7 @@ func TestOpenReadOnlyFileFailsNamingIt(t *testing.T) {
 // A write lock held by another process at start is reported as such, not as
 // a read-only file.
 func TestOpenWhileLockedIsNotReadOnly(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := Open(context.Background(), path, Options{})
 	if err != nil {
@@ -347,6 +361,7 @@ func TestOpenWhileLockedIsNotReadOnly(t *testing.T) {
 // pwrite fails with EPERM) fails the transaction as ErrUnavailable with
 // nothing committed, and the same store works again once it clears.
 func TestIOErrorIsUnavailableAndRecovers(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := Open(context.Background(), path, Options{})
 	if err != nil {
@@ -405,13 +420,14 @@ func TestInTxAbandonedBeforeStartNeverRuns(t *testing.T) {
 }
 
 func BenchmarkInTxParallel(b *testing.B) {
-	db, err := Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), Options{})
+	db, err := Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), testOptions(b, Options{}))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
 	var n sync.Mutex
 	i := 0
+	b.ResetTimer()
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -424,6 +440,10 @@ func BenchmarkInTxParallel(b *testing.B) {
 			}
 		}
 	})
+	if db.Driver() == Postgres {
+		b.ReportMetric(float64(db.Reruns())/float64(b.N), "reruns/op")
+		return
+	}
 	batches, txs := db.Stats()
 	b.ReportMetric(float64(txs)/float64(max(batches, 1)), "tx/commit")
 }

@@ -103,10 +103,21 @@ func Transcript(q Queryer, sessionID string) ([]Message, error) {
 // otherwise (e.g. "not run: turn interrupted"). It returns the rows it
 // appended, in order.
 func (t *Tx) CloseTurn(sessionID, admissionID, note, runningNote, boundary string) ([]Message, error) {
-	var running []string
-	if err := t.Select(&running, `SELECT json_extract(payload, '$.tool_call_id') FROM events
+	// The payloads are decoded here rather than with a JSON function of
+	// one dialect.
+	var payloads []string
+	if err := t.Select(&payloads, `SELECT payload FROM events
 		WHERE session_id = ? AND admission_id = ? AND type = 'tool.running'`, sessionID, admissionID); err != nil {
 		return nil, err
+	}
+	var running []string
+	for _, p := range payloads {
+		var r struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
+		if json.Unmarshal([]byte(p), &r) == nil && r.ToolCallID != "" {
+			running = append(running, r.ToolCallID)
+		}
 	}
 	var ms []Message
 	if err := t.Select(&ms, `SELECT id, session_id, admission_id, role, content, tool_calls, tool_call_id, kind, created_at
@@ -151,8 +162,8 @@ func (t *Tx) CloseTurn(sessionID, admissionID, note, runningNote, boundary strin
 	return append(out, b), nil
 }
 
-// RowQueryer runs a query whose rows are read one at a time (*sqlx.Tx,
-// *sqlx.DB).
+// RowQueryer runs a query whose rows are read one at a time, with '?'
+// placeholders (*Tx, *Reads).
 type RowQueryer interface {
 	Queryx(query string, args ...any) (*sqlx.Rows, error)
 }
@@ -174,16 +185,17 @@ type Page struct {
 // first is always taken). Each content and tool_calls longer than maxField
 // bytes is cut to maxField bytes (at a UTF-8 boundary) in SQL, so memory
 // stays within about maxBytes + maxField whatever the transcript's size.
-func TranscriptPage(q RowQueryer, sessionID string, before int64, limit, maxBytes, maxField int) (Page, error) {
+// d is the store's driver (DB.Driver), for the byte cuts.
+func TranscriptPage(q RowQueryer, d Driver, sessionID string, before int64, limit, maxBytes, maxField int) (Page, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
 	rows, err := q.Queryx(`SELECT id, session_id, admission_id, role,
-		coalesce(CAST(substr(CAST(content AS BLOB), 1, ?1) AS TEXT), '') AS content, length(CAST(content AS BLOB)) AS content_len,
-		CAST(substr(CAST(tool_calls AS BLOB), 1, ?1) AS TEXT) AS tool_calls, length(CAST(tool_calls AS BLOB)) AS calls_len,
+		coalesce(`+d.BytePrefix("content", "?")+`, '') AS content, `+d.ByteLength("content")+` AS content_len,
+		`+d.BytePrefix("tool_calls", "?")+` AS tool_calls, `+d.ByteLength("tool_calls")+` AS calls_len,
 		tool_call_id, kind, created_at,
 		CASE WHEN role = 'user' THEN (SELECT a.sender FROM session_admissions a WHERE a.admission_id = messages.admission_id) END AS sender
-		FROM messages WHERE session_id = ?2 AND id < ?3 ORDER BY id DESC LIMIT ?4`, maxField, sessionID, before, limit+1)
+		FROM messages WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?`, maxField, maxField, sessionID, before, limit+1)
 	if err != nil {
 		return Page{}, Classify(err)
 	}

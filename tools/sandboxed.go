@@ -147,13 +147,30 @@ func matchAny(name string, patterns []string) bool {
 var ProtectedFiles = []string{"state.db", "state.db-wal", "state.db-shm", "state.db-journal", "config.yaml", "daemon.json", "daemon.lock"}
 
 // SandboxSpec returns the spec confining commands to p with home (the
-// daemon's home, resolved through symlinks when it exists) out of reach.
-func SandboxSpec(p sandbox.Policy, home string) *sandbox.Spec {
-	if a, err := filepath.Abs(home); err == nil {
-		home = a
+// daemon's home) and the unix sockets in sockets (the store's PostgreSQL
+// server, see store.SocketFiles) out of reach: each socket's directory is
+// protected like the home and the socket itself covered. Paths are made
+// absolute and resolved through symlinks when they exist.
+func SandboxSpec(p sandbox.Policy, home string, sockets ...string) *sandbox.Spec {
+	s := &sandbox.Spec{Policy: p, Protected: []string{realPath(home)}, CoveredFiles: slices.Clone(ProtectedFiles)}
+	for _, sock := range sockets {
+		dir, name := filepath.Split(sock)
+		if dir = realPath(dir); !slices.Contains(s.Protected, dir) {
+			s.Protected = append(s.Protected, dir)
+		}
+		if !slices.Contains(s.CoveredFiles, name) {
+			s.CoveredFiles = append(s.CoveredFiles, name)
+		}
 	}
-	if r, err := filepath.EvalSymlinks(home); err == nil {
-		home = r
+	return s
+}
+
+func realPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		p = a
 	}
-	return &sandbox.Spec{Policy: p, Protected: []string{home}, CoveredFiles: ProtectedFiles}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
 }

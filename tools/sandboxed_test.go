@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,5 +135,43 @@ func TestRunTerminalProtectsRegisteredHomes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "repo", "fine")); err != nil {
 		t.Fatalf("the rest of the cwd is not writable: %v (%s)", err, res.Output)
+	}
+}
+
+// The store's PostgreSQL unix socket is out of a sandboxed command's
+// reach, in a directory of its own and inside the command's writable cwd:
+// a command that could connect to the daemon's database could approve its
+// own commands. Without the socket in the spec the same command connects.
+func TestRunTerminalProtectsStoreSocket(t *testing.T) {
+	root := t.TempDir()
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	os.Mkdir(home, 0o700)
+	os.Mkdir(work, 0o700)
+	for _, dir := range []string{filepath.Join(root, "pgsock"), filepath.Join(work, "pgsock")} {
+		os.Mkdir(dir, 0o755)
+		sock := filepath.Join(dir, ".s.PGSQL.5432")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		connect := `python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' ` + sock
+		res, err := RunTerminal(context.Background(), connect, TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.DefaultPolicy(), home)})
+		if err != nil || !strings.Contains(res.Output, "CONNECTED") {
+			t.Fatalf("%s: without the socket in the spec the command should connect (else this test proves nothing): %+v %v", dir, res, err)
+		}
+		res, err = RunTerminal(context.Background(), connect, TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.DefaultPolicy(), home, sock)})
+		if err != nil || strings.Contains(res.Output, "CONNECTED") || res.ExitCode == 0 {
+			t.Fatalf("%s: a sandboxed command connected to the store's socket: %+v %v", dir, res, err)
+		}
 	}
 }

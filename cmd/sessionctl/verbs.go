@@ -73,7 +73,13 @@ command line that decides on it, ready to paste.`,
 				fmt.Fprintf(tw, "\t  %s\n", h.Resolve)
 			}
 		}
-		if info.Storage.CheckpointError != "" {
+		if info.Storage.Driver != "" {
+			fmt.Fprintf(tw, "store\t%s %s\n", info.Storage.Driver, info.Storage.Database)
+		}
+		switch {
+		case info.Storage.CheckpointError != "" && info.Storage.Driver == "postgres":
+			fmt.Fprintf(tw, "storage\tWARNING: %s (the database refuses writes)\n", info.Storage.CheckpointError)
+		case info.Storage.CheckpointError != "":
 			fmt.Fprintf(tw, "storage\tWARNING: %s (state.db-wal is %d bytes and grows until state.db is writable)\n", info.Storage.CheckpointError, info.Storage.WALBytes)
 		}
 		return tw.Flush()

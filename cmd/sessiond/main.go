@@ -1,6 +1,6 @@
 // Command sessiond is the session daemon: it serves JSON-RPC 2.0 over a
 // WebSocket on loopback and runs agent sessions with a durable admission
-// FIFO in SQLite. See README.md and docs/protocol.md.
+// FIFO in SQLite (default) or PostgreSQL. See README.md and docs/protocol.md.
 //
 // It also hosts the sandbox's exec helper: started as "sessiond
 // __sandbox-exec SPEC COMMAND", it confines itself and execs /bin/sh (see
@@ -29,7 +29,7 @@ const usage = `sessiond — the sessiond daemon
 
 Usage:
   sessiond [--home DIR] [--listen ADDR] [--log-level LEVEL] [--log-format FORMAT]
-           [--log-file PATH] [--stop-timeout DURATION]
+           [--log-file PATH] [--stop-timeout DURATION] [--store-dsn URL]
   sessiond --version
   sessiond classify [--home DIR] [COMMAND ...]   (see sessiond classify --help)
   sessiond schema                                (the protocol's JSON Schema, draft 2020-12)
@@ -42,6 +42,13 @@ daemon runs, daemon.json: {"pid", "url", "token", "protocol", "version",
 The token is fresh at every start, unless config.yaml names auth:
 {token_file: PATH}: a 0600 file holding the token (created when missing),
 so that daemons sharing a store accept one token (docs/scale-out.md).
+
+The store is SQLite (state.db in the home) unless config.yaml says
+store: {driver: postgres, dsn: postgres://USER:PASSWORD@HOST:PORT/DBNAME},
+or $SESSIOND_STORE_DSN or --store-dsn names a PostgreSQL database (a DSN
+alone means driver postgres; --store-dsn wins over the environment, which
+fills the file's dsn when it has none). Logs and daemon.info never show
+the DSN's password.
 
 Terminal commands run in a sandbox (config.yaml sandbox: {mode:
 workspace-write | read-only | off, network: false, writable_roots: []}):
@@ -90,6 +97,7 @@ func run(args []string, stderr io.Writer) int {
 	listen := fs.String("listen", "", "loopback address to serve on, e.g. 127.0.0.1:8765 (overrides config.yaml's listen; default 127.0.0.1:0, a new port each start)")
 	version := fs.Bool("version", false, "print the version and exit")
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "how long a graceful stop waits for running turns to settle")
+	storeDSN := fs.String("store-dsn", "", "PostgreSQL database to use instead of state.db, postgres://USER:PASSWORD@HOST:PORT/DBNAME (overrides config.yaml's store and $SESSIOND_STORE_DSN)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		// As the usage line spells them (the flag package takes - and --).
@@ -171,7 +179,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	d, err := daemon.Start(context.Background(), daemon.Options{Home: dir, Logger: log, Listen: *listen})
+	d, err := daemon.Start(context.Background(), daemon.Options{Home: dir, Logger: log, Listen: *listen, StoreDSN: *storeDSN})
 	if err != nil {
 		fmt.Fprintf(stderr, "sessiond: %v\n", err)
 		return 1

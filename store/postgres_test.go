@@ -1,0 +1,373 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sessiond/sessiond/fixtures/pgtest"
+	"github.com/sessiond/sessiond/protocol"
+)
+
+func postgresOnly(t *testing.T) {
+	t.Helper()
+	if testDriver != Postgres {
+		t.Skip("PostgreSQL mechanics")
+	}
+}
+
+// TestPostgresRetriesSerializationFailure: two transactions that each read
+// the allowlist and then insert into it (write skew) cannot both commit
+// under SERIALIZABLE; InTx runs the loser again, so both succeed, and the
+// OnCommit hooks of the failed attempt never run.
+func TestPostgresRetriesSerializationFailure(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	var attempts, hooks atomic.Int32
+	var read sync.WaitGroup
+	read.Add(2)
+	run := func(p string) error {
+		first := true
+		return db.InTx(context.Background(), func(tx *Tx) error {
+			attempts.Add(1)
+			tx.OnCommit(func() { hooks.Add(1) })
+			var n int
+			if err := tx.Get(&n, "SELECT count(*) FROM approval_allowlist"); err != nil {
+				return err
+			}
+			if first {
+				// Both have read before either writes.
+				first = false
+				read.Done()
+				read.Wait()
+			}
+			return insertPattern(tx, p)
+		})
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- run("a") }()
+	go func() { errs <- run("b") }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("InTx: %v", err)
+		}
+	}
+	if n := countPatterns(t, db); n != 2 {
+		t.Fatalf("rows = %d, want 2", n)
+	}
+	if a, h := attempts.Load(), hooks.Load(); a != 3 || h != 2 {
+		t.Fatalf("%d attempts and %d OnCommit hooks run, want 3 attempts (one re-run) and 2 hooks", a, h)
+	}
+}
+
+// TestPostgresRetriesAreBounded: a transaction that keeps failing to
+// serialize is given up after pgMaxAttempts runs with ErrUnavailable.
+func TestPostgresRetriesAreBounded(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	var attempts int
+	err := db.InTx(context.Background(), func(tx *Tx) error {
+		attempts++
+		return fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "40P01", Message: "deadlock detected"})
+	})
+	if !errors.Is(err, ErrUnavailable) || attempts != pgMaxAttempts {
+		t.Fatalf("err = %v after %d attempts, want ErrUnavailable after %d", err, attempts, pgMaxAttempts)
+	}
+	// A plain error of fn is not retried.
+	attempts = 0
+	boom := errors.New("boom")
+	if err := db.InTx(context.Background(), func(tx *Tx) error { attempts++; return boom }); !errors.Is(err, boom) || attempts != 1 {
+		t.Fatalf("err = %v after %d attempts", err, attempts)
+	}
+}
+
+// TestPostgresConcurrentOpenMigratesOnce: daemons starting at once on a
+// fresh database all open it; the advisory lock makes them migrate one
+// after the other, each version applied once.
+func TestPostgresConcurrentOpenMigratesOnce(t *testing.T) {
+	postgresOnly(t)
+	opt := testOptions(t, Options{})
+	const n = 6
+	dbs := make([]*DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { dbs[i], errs[i] = Open(context.Background(), "", opt) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Open %d: %v", i, errs[i])
+			continue
+		}
+		defer dbs[i].Close()
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	var versions []int
+	if err := dbs[0].Select(context.Background(), &versions, "SELECT version FROM schema_version ORDER BY version"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(versions) != "[1 2 3]" {
+		t.Fatalf("schema_version = %v", versions)
+	}
+}
+
+// TestPostgresHooksInCommitOrder: concurrent transactions appending events
+// to one session reach the event sink in seq order, as on SQLite's single
+// committer.
+func TestPostgresHooksInCommitOrder(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	var mu sync.Mutex
+	var seqs []int64
+	db.SetEventSink(func(e Event) {
+		mu.Lock()
+		seqs = append(seqs, e.Seq)
+		mu.Unlock()
+	})
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
+			VALUES ('s', '/', 'm', 'openai', '', '[]', ?)`, Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	const n = 200
+	for range 16 {
+		wg.Go(func() {
+			for range n / 16 {
+				if err := db.InTx(ctx, func(tx *Tx) error {
+					_, err := tx.AppendEvent("s", protocol.EventType("test.event"), "", 0, map[string]any{})
+					return err
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("the sink got seq %d at position %d: %v", s, i, seqs)
+		}
+	}
+	if len(seqs) != n/16*16 {
+		t.Fatalf("the sink got %d events", len(seqs))
+	}
+	seqs = nil
+	mu.Unlock()
+
+	// The race made certain: A commits and is held back before its hooks
+	// until B's event reached the sink (or a second passed); B reads A's
+	// row, so it began after A's COMMIT. B's event must wait for A's.
+	sunk := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seqs)
+	}
+	var first atomic.Bool
+	committed := make(chan struct{})
+	db.pg.afterCommit = func() {
+		if first.CompareAndSwap(false, true) {
+			close(committed)
+			deadline := time.Now().Add(time.Second)
+			for sunk() == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	appendOne := func() error {
+		return db.InTx(ctx, func(tx *Tx) error {
+			_, err := tx.AppendEvent("s", protocol.EventType("test.event"), "", 0, map[string]any{})
+			return err
+		})
+	}
+	errA := make(chan error, 1)
+	go func() { errA <- appendOne() }()
+	<-committed
+	if err := appendOne(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seqs) != 2 || seqs[0] > seqs[1] {
+		t.Fatalf("the sink got seqs %v: B's event before A's", seqs)
+	}
+}
+
+// TestPostgresReadOnlyIsUnavailable: a database that refuses writes (a hot
+// standby, default_transaction_read_only) makes writes fail with
+// ErrUnavailable and the periodic probe (Checkpoint) report it; when it
+// takes writes again, both recover.
+func TestPostgresReadOnlyIsUnavailable(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	st, err := db.Checkpoint(ctx)
+	if err != nil || st.At.IsZero() || st.WALBytes != 0 || db.LastCheckpoint().At != st.At {
+		t.Fatalf("probe of a writable database: %+v %v", st, err)
+	}
+	setReadOnly := func(on bool) {
+		t.Helper()
+		// Every pooled connection starts a read-only transaction from now on.
+		if err := db.InTx(ctx, func(tx *Tx) error {
+			_, err := tx.Exec(fmt.Sprintf("ALTER DATABASE %s SET default_transaction_read_only = %v", currentDB(t, db), on))
+			return err
+		}); err != nil && on {
+			t.Fatal(err)
+		}
+		var n int
+		db.Get(ctx, &n, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+		db.r.SetMaxIdleConns(0) // drop the connection of that query too
+		db.r.SetMaxIdleConns(db.opt.MaxConns)
+	}
+	setReadOnly(true)
+	waitFor(t, "writes to fail with ErrUnavailable", func() bool {
+		err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "x") })
+		return errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "25006")
+	})
+	if st, err := db.Checkpoint(ctx); !errors.Is(err, ErrUnavailable) || !errors.Is(st.Err, ErrUnavailable) {
+		t.Fatalf("probe of a read-only database: %+v %v", st, err)
+	}
+	// Back to writable: the ALTER must run on a writable session.
+	if _, err := db.r.ExecContext(ctx, "BEGIN READ WRITE; ALTER DATABASE "+currentDB(t, db)+" SET default_transaction_read_only = off; COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	setReadOnly(false)
+	waitFor(t, "writes to work again", func() bool {
+		return db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "x") }) == nil
+	})
+	if st, err := db.Checkpoint(ctx); err != nil || st.Err != nil {
+		t.Fatalf("probe after recovery: %+v %v", st, err)
+	}
+}
+
+func currentDB(t *testing.T, db *DB) string {
+	var name string
+	if err := db.Get(context.Background(), &name, "SELECT current_database()"); err != nil {
+		t.Fatal(err)
+	}
+	return `"` + name + `"`
+}
+
+// TestClassifyPostgres: failures of the server or of the way to it are
+// ErrUnavailable; statement failures are not; class 23 is a constraint.
+func TestClassifyPostgres(t *testing.T) {
+	for code, want := range map[string]bool{
+		"08006": true, "08001": true, "53100": true, "53300": true, "57P01": true, "57P02": true, "57P03": true,
+		"25006": true, "40001": true, "40P01": true, "55P03": true, "58030": true,
+		"23505": false, "23514": false, "42601": false, "42883": false, "22P02": false, "57014": false,
+	} {
+		err := fmt.Errorf("ctx: %w", &pgconn.PgError{Code: code})
+		if got := errors.Is(Classify(err), ErrUnavailable); got != want {
+			t.Errorf("%s: unavailable = %v, want %v", code, got, want)
+		}
+		if got := IsConstraint(err); got != strings.HasPrefix(code, "23") {
+			t.Errorf("%s: IsConstraint = %v", code, got)
+		}
+	}
+	if !errors.Is(Classify(&pgconn.ConnectError{}), ErrUnavailable) {
+		t.Error("a connect error is not unavailable")
+	}
+	if errors.Is(Classify(context.Canceled), ErrUnavailable) {
+		t.Error("context.Canceled is unavailable")
+	}
+}
+
+// TestDSNChecksAndRedaction: bad DSNs are refused with errors that never
+// show the password; RedactDSN hides it in both places it can be.
+func TestDSNChecksAndRedaction(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"":                                   "needs a DSN",
+		"mysql://u:pw@h/db":                  "must be a postgres://",
+		"host=h password=pw":                 "must be a postgres://",
+		"postgres://u:pw@h":                  "postgres://u:xxxxx@h names no database",
+		"postgres://u:pw@/db":                "names no host",
+		"postgres://u:pw@h:notaport/db":      "not a URL",
+		"postgres://u:pw@h/db?password=pw22": "",
+		"postgresql://u@/db?host=/run/pg":    "",
+	} {
+		err := CheckDSN(dsn)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", dsn, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("%q: %v, want %q and no password", dsn, err, want)
+		}
+	}
+	for dsn, want := range map[string]string{
+		"postgres://u:secret@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://u@h/db?password=secret":             "postgres://u@h/db?password=xxxxx",
+		"postgres://u@h/db":                             "postgres://u@h/db",
+		"host=h password=secret":                        "(DSN not shown: not a postgres:// URL)",
+	} {
+		if got := RedactDSN(dsn); got != want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", dsn, got, want)
+		}
+	}
+	if _, err := Open(context.Background(), "", Options{Driver: "oracle"}); err == nil || !strings.Contains(err.Error(), `unknown driver "oracle"`) {
+		t.Errorf("unknown driver: %v", err)
+	}
+	if _, err := Open(context.Background(), t.TempDir()+"/x.db", Options{DSN: "postgres://u@h/db"}); err == nil || !strings.Contains(err.Error(), "not \"sqlite\"") {
+		t.Errorf("sqlite with a DSN: %v", err)
+	}
+}
+
+// TestPostgresServerGoneIsUnavailable: when the server goes away, writes,
+// reads and the probe fail with ErrUnavailable (not a statement error),
+// and Close still returns.
+func TestPostgresServerGoneIsUnavailable(t *testing.T) {
+	postgresOnly(t)
+	c, err := pgtest.Start(pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dsn, err := c.CreateDatabase()
+	if err != nil {
+		c.Stop()
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), "", Options{Driver: Postgres, DSN: dsn})
+	if err != nil {
+		c.Stop()
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "before") }); err != nil {
+		c.Stop()
+		t.Fatal(err)
+	}
+	c.Stop()
+	if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "after") }); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("InTx with the server gone: %v, want ErrUnavailable", err)
+	}
+	var n int
+	if err := db.Get(ctx, &n, "SELECT count(*) FROM approval_allowlist"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Get with the server gone: %v, want ErrUnavailable", err)
+	}
+	if _, err := db.Checkpoint(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("probe with the server gone: %v, want ErrUnavailable", err)
+	}
+	if _, err := Open(ctx, "", Options{Driver: Postgres, DSN: dsn}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Open with the server gone: %v, want ErrUnavailable", err)
+	}
+}
