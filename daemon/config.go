@@ -34,15 +34,15 @@ type Config struct {
 	Storage       StorageConfig   `yaml:"storage"`
 	Store         StoreConfig     `yaml:"store"`
 	Sandbox       SandboxConfig   `yaml:"sandbox"`
-	// Auth chooses the daemon token (auth.go): token_file for daemons
-	// sharing a store.
-	Auth AuthConfig `yaml:"auth"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
 	// AllowedHosts lists extra Host header names accepted besides loopback
 	// addresses and "localhost" (anti DNS-rebinding).
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Auth chooses the daemon token (auth.go): token_file for daemons
+	// sharing a store.
+	Auth AuthConfig `yaml:"auth"`
 }
 
 // ModelConfig is the default model wire for new sessions.
