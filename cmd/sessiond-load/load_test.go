@@ -196,7 +196,8 @@ func TestMixedOverDaemonsSharingPostgreSQL(t *testing.T) {
 	rep, code, stderr := runLoad(t, "--spawn", bin, "--daemons", "2", "--store-dsn", dsn, "--lease-ttl", "3",
 		"--clients", "4", "--duration", "2s", "--rate", "10", "--mix", "submit=60,resume=25,duplicate=10,create=5")
 	if code != exitOK {
-		t.Fatalf("exit %d; stderr:\n%s\nreport: %+v", code, stderr, rep)
+		t.Fatalf("exit %d; stderr:\n%s\nunexpected errors %d: rpc %+v transport %+v checks %+v; turns %+v; daemons %+v (exit %v)",
+			code, stderr, rep.UnexpectedErrors, rep.RPCErrors, rep.TransportErrors, rep.CheckFailures, rep.Turns, rep.Daemon, rep.Daemon.ExitCode)
 	}
 	if rep.Daemon.Count != 2 || len(rep.Daemon.URLs) != 2 || rep.Daemon.URLs[0] == rep.Daemon.URLs[1] || len(rep.Daemon.Homes) != 2 {
 		t.Errorf("daemons: %+v", rep.Daemon)
