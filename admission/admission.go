@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/transcript"
 )
 
 // Status is where an admission stands in its session's FIFO. The same
@@ -89,6 +91,9 @@ type Admission struct {
 	CreatedAt           string         `db:"created_at"`
 	StartedAt           sql.NullString `db:"started_at"`
 	SettledAt           sql.NullString `db:"settled_at"`
+	// SessionEpoch is the session's owner_epoch under which this daemon
+	// claimed the row (not stored on it: Claim sets it); 0 when unknown.
+	SessionEpoch int64 `db:"-"`
 	// Sender and ResolvedBy are JSON {"id","label","client","version"}
 	// (rpc.Sender): who admitted the input, and who resolved it after a
 	// crash. NULL when unknown (rows older than migration 0003).
@@ -146,14 +151,24 @@ func Digest(text string, attachments json.RawMessage) string {
 }
 
 // Queue performs the FIFO's transitions against the store. Epoch is this
-// daemon's boot_epoch, stamped as owner_epoch on claimed rows. MaxQueued,
-// when > 0, bounds the queued admissions of one session
-// (limits.max_queued_per_session); Admit refuses new inputs beyond it with
-// ErrQueueFull.
+// daemon's boot_epoch: its id in the cluster, the owner_daemon of the
+// sessions it owns, stamped as owner_epoch on the rows it claims and the
+// prompts it opens. MaxQueued, when > 0, bounds the queued admissions of
+// one session (limits.max_queued_per_session); Admit refuses new inputs
+// beyond it with ErrQueueFull.
+//
+// Label is this
+// daemon's cluster.label (sessions pinned to another label are never taken
+// by it), OnTake runs in the transaction that takes a session (the boot
+// rules beyond the FIFO: closing its open prompts as fenced), and Bus, when
+// set, carries the wake-ups to other daemons.
 type Queue struct {
 	DB        *store.DB
 	Epoch     int64
 	MaxQueued int
+	Label     string
+	OnTake    func(tx *store.Tx, sessionID string) error
+	Bus       *cluster.Bus
 }
 
 func get(q store.Queryer, where string, args ...any) (Admission, error) {
@@ -206,6 +221,11 @@ type AdmitRequest struct {
 	// Sender is who submits it, JSON {"id","label","client","version"}
 	// (rpc.Sender); nil stores NULL. A duplicate keeps the first sender.
 	Sender json.RawMessage
+	// Take, when set, makes the admitting daemon the session's owner in the
+	// same transaction when it has no live owner (Queue.Take), so that the
+	// daemon that got the input runs it rather than whichever daemon hears
+	// of it first. The daemon sets it while it has free capacity.
+	Take bool
 }
 
 // Admit commits a queued admission for req, or returns the existing one
@@ -255,6 +275,18 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		} else if err != nil {
 			return err
 		}
+		if req.Take {
+			o, err := q.owner(tx, req.SessionID)
+			if err != nil {
+				return err
+			}
+			if !q.mine(o) && q.takeable(o) {
+				// Losing the race to another daemon is fine: it runs it.
+				if _, err := q.take(tx, req.SessionID, o); err != nil && !errors.Is(err, ErrNotOwner) {
+					return err
+				}
+			}
+		}
 		a := Admission{AdmissionID: "adm_" + uuid.Must(uuid.NewV7()).String(), SessionID: req.SessionID,
 			InputID: req.InputID, Seq: seq, Status: StatusQueued, Text: req.Text,
 			PayloadDigest: digest, CreatedAt: store.Now()}
@@ -277,6 +309,10 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		// a queued input before it starts.
 		ev := rec
 		ev.Text = a.Text
+		if q.Bus != nil {
+			// The session's owner may be another daemon: wake it.
+			q.Bus.Notify(tx, cluster.ChannelSessions, a.SessionID)
+		}
 		_, err = tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, 0, ev)
 		return err
 	})
@@ -365,9 +401,44 @@ func (q *Queue) Claim(ctx context.Context, sessionID string) (Admission, error) 
 // ClaimWith is Claim with onClaimed run after the commit and before the
 // transaction's events are published (on the committer goroutine; it must
 // not block), so that whoever hears turn.started finds the turn registered.
+//
+// Only the session's owner claims: a session that is unowned, or whose
+// owner's lease expired, is taken first (Take, in its own transaction, so
+// that the boot rules it applies commit even when nothing can be claimed);
+// one owned by another live daemon is refused with ErrNotOwner.
 func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(Admission)) (Admission, error) {
+	a, err := q.claim(ctx, sessionID, onClaimed)
+	if errors.Is(err, errTakeFirst) {
+		if _, _, err := q.Take(ctx, sessionID); err != nil {
+			return Admission{}, err
+		}
+		a, err = q.claim(ctx, sessionID, onClaimed)
+	}
+	if errors.Is(err, ErrSessionNotFound) {
+		return Admission{}, ErrNothingQueued
+	}
+	if errors.Is(err, errTakeFirst) {
+		return Admission{}, ErrNotOwner // taken and lost again meanwhile
+	}
+	return a, err
+}
+
+// errTakeFirst: the session has no live owner; Take it, then claim.
+var errTakeFirst = errors.New("take the session first")
+
+func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admission)) (Admission, error) {
 	var a Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		o, err := q.owner(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if !q.mine(o) {
+			if q.takeable(o) {
+				return errTakeFirst
+			}
+			return ErrNotOwner
+		}
 		var blocking []string
 		if err := tx.Select(&blocking, `SELECT status FROM session_admissions
 			WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID); err != nil {
@@ -382,7 +453,7 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		// One guarded statement takes the head of the FIFO and stamps the
 		// next generation; the NOT EXISTS guard makes a second started row
 		// impossible even if the check above raced.
-		err := tx.Get(&a, `UPDATE session_admissions
+		err = tx.Get(&a, `UPDATE session_admissions
 			SET status = 'started',
 			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?),
 			    owner_epoch = ?, started_at = ?
@@ -406,11 +477,12 @@ func (q *Queue) ClaimWith(ctx context.Context, sessionID string, onClaimed func(
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("%w: generation of session %s moved during claim", ErrIllegalTransition, sessionID)
 		}
+		a.SessionEpoch = o.Epoch
 		if onClaimed != nil {
 			claimed := a
 			tx.OnCommit(func() { onClaimed(claimed) })
 		}
-		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, store.RoleUser, a.Text, nil, "", ""); err != nil {
+		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, transcript.RoleUser, a.Text, nil, "", ""); err != nil {
 			return err
 		}
 		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
@@ -447,6 +519,13 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 	}
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		// The fence: a daemon that lost the session settles nothing.
+		// (A stale admission or generation is explained by transition.)
+		if err := a.Execution().Check(tx); err != nil {
+			if fe := (*FenceError)(nil); !errors.As(err, &fe) || fe.Owner {
+				return err
+			}
+		}
 		if hook != nil {
 			res := "interrupted"
 			if outcome == OutcomeCompleted {
@@ -462,13 +541,11 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 			return err
 		}
 		if outcome != OutcomeCompleted {
-			note, boundary := "not run: turn interrupted", "[turn interrupted before it finished]"
-			running := "interrupted while running: the turn was interrupted while this command ran; its process group was killed and its effects are unknown"
+			ending := transcript.Interrupted()
 			if outcome == OutcomeFailed {
-				note, boundary = "not run: turn failed", "[turn failed: "+errText+"]"
-				running = "the turn failed while this command ran; its process group was killed and its effects are unknown"
+				ending = transcript.Failed(errText)
 			}
-			if _, err := tx.CloseTurn(a.SessionID, a.AdmissionID, note, running, boundary); err != nil {
+			if err := closeTurn(tx, a.SessionID, a.AdmissionID, ending); err != nil {
 				return err
 			}
 		}
@@ -564,10 +641,12 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 				return err
 			}
 		}
-		if _, err := tx.CloseTurn(sessionID, admissionID, "not run: the daemon stopped during this turn",
-			CrashedWhileRunning,
-			"[turn lost: the daemon stopped while it ran; an operator resolved it without re-running]"); err != nil {
+		if err := closeTurn(tx, sessionID, admissionID, transcript.Lost()); err != nil {
 			return err
+		}
+		if q.Bus != nil {
+			// The queue behind it may move on, on whichever daemon owns it.
+			q.Bus.Notify(tx, cluster.ChannelSessions, sessionID)
 		}
 		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, admissionID, gen, out.Receipt()); err != nil {
 			return err
@@ -580,39 +659,42 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 
 // CrashedWhileRunning is the synthetic tool result of a command that was
 // running when the daemon died (it has a tool.running event but no result).
-const CrashedWhileRunning = "interrupted while running: the daemon stopped while this command ran; " +
-	"its process group was killed at the next start if it still ran; its effects are unknown"
+const CrashedWhileRunning = transcript.CrashedWhileRunning
 
 // RecoverResult reports what Recover did.
 type RecoverResult struct {
 	Unknown  []Admission // started rows of earlier processes, now unknown
 	Sessions []string    // sessions with queued admissions to schedule
+	Taken    []Taken     // the sessions taken
 }
 
-// Recover is the boot step, run before the server listens: every started
-// row left by an earlier process becomes unknown (with an admission.updated
-// event), and hook (closing prompts of earlier processes) runs in the same
-// transaction. It returns the sessions that have queued admissions.
+// Recover is the boot step, run before the server listens: q's daemon takes
+// every session that needs an owner and has none alive (TakeOrphans with no
+// capacity bound: started rows of earlier daemons become unknown, each with
+// an admission.updated event, and OnTake closes their prompts); hook, when
+// not nil, runs in the same transaction. It returns the sessions this
+// daemon owns that have queued admissions, oldest first.
 func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (RecoverResult, error) {
 	var res RecoverResult
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		res = RecoverResult{}
-		if err := tx.Select(&res.Unknown, `UPDATE session_admissions SET status = 'unknown'
-			WHERE status <> 'terminal' AND status = 'started' AND owner_epoch <> ? RETURNING `+columns, q.Epoch); err != nil {
+		taken, err := q.takeOrphans(tx, -1, true)
+		if err != nil {
 			return err
 		}
-		for _, a := range res.Unknown {
-			if _, err := tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
-				return err
-			}
+		res.Taken = taken
+		for _, t := range taken {
+			res.Unknown = append(res.Unknown, t.Unknown...)
 		}
 		if hook != nil {
 			if err := hook(tx); err != nil {
 				return err
 			}
 		}
-		return tx.Select(&res.Sessions, `SELECT target_session_id FROM session_admissions
-			WHERE status <> 'terminal' AND status = 'queued' GROUP BY target_session_id ORDER BY MIN(created_at), target_session_id`)
+		return tx.Select(&res.Sessions, `SELECT a.target_session_id FROM session_admissions a
+			WHERE a.status <> 'terminal' AND a.status = 'queued'
+			AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = a.target_session_id AND s.owner_daemon = ?)
+			GROUP BY a.target_session_id ORDER BY MIN(a.created_at), a.target_session_id`, q.Epoch)
 	})
 	return res, store.Classify(err)
 }

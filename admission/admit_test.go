@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/fixtures/storetest"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/transcript"
 )
 
 func req(sess, input, text string) admission.AdmitRequest {
@@ -361,7 +362,10 @@ func TestClaim(t *testing.T) {
 			a.Status != admission.StatusStarted || !a.StartedAt.Valid {
 			t.Fatalf("claim: row %+v, session gen %d→%d", a, before.Gen, after.Gen)
 		}
-		if row := e.mustRow(a.AdmissionID); row != a {
+		if a.SessionEpoch < 1 {
+			t.Fatalf("claim under owner epoch %d", a.SessionEpoch)
+		}
+		if row, ret := e.mustRow(a.AdmissionID), a; func() bool { ret.SessionEpoch = 0; return row != ret }() {
 			t.Fatalf("returned %+v, stored %+v", a, row)
 		}
 		if len(gens) > 0 && a.Generation() <= gens[len(gens)-1] {
@@ -374,7 +378,7 @@ func TestClaim(t *testing.T) {
 			t.Fatalf("claim appended %d messages", len(ms)-len(msgs))
 		}
 		m := ms[len(ms)-1]
-		if m.Role != store.RoleUser || m.Content != a.Text || m.AdmissionID.String != a.AdmissionID || m.ToolCalls.Valid || m.Kind.Valid {
+		if m.Role != transcript.RoleUser || m.Content != a.Text || m.AdmissionID.String != a.AdmissionID || m.ToolCalls.Valid || m.Kind.Valid {
 			t.Fatalf("user message %+v", m)
 		}
 		// admission.updated then turn.started.
@@ -484,13 +488,13 @@ func turnWithToolCalls(t *testing.T, e *env, sess string) admission.Admission {
 	t.Helper()
 	a := e.claim(sess)
 	err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
-		if _, err := tx.AppendMessage(sess, a.AdmissionID, store.RoleAssistant, "", []store.ToolCall{
+		if _, err := tx.AppendMessage(sess, a.AdmissionID, transcript.RoleAssistant, "", []store.ToolCall{
 			{ID: "call_1_" + a.AdmissionID, Name: "terminal", Arguments: `{"command":"ls"}`},
 			{ID: "call_2_" + a.AdmissionID, Name: "terminal", Arguments: `{"command":"make"}`},
 		}, "", ""); err != nil {
 			return err
 		}
-		_, err := tx.AppendMessage(sess, a.AdmissionID, store.RoleTool, `{"exit_code":0}`, nil, "call_1_"+a.AdmissionID, "")
+		_, err := tx.AppendMessage(sess, a.AdmissionID, transcript.RoleTool, `{"exit_code":0}`, nil, "call_1_"+a.AdmissionID, "")
 		return err
 	})
 	check(t, err)
@@ -542,7 +546,7 @@ func TestSettleClosesTheTranscript(t *testing.T) {
 				msgShape{"tool", `{"exit_code":0}`, "call_1_" + id, "", id})
 			if tc.outcome != admission.OutcomeCompleted {
 				want = append(want,
-					msgShape{"tool", tc.note, "call_2_" + id, store.KindSynthetic, id},
+					msgShape{"tool", tc.note, "call_2_" + id, transcript.KindSynthetic, id},
 					msgShape{"boundary", tc.boundary, "", "", id})
 			}
 			if got := shapes(e.messages("s")); !reflect.DeepEqual(got, want) {
@@ -597,7 +601,7 @@ func TestResolveUnknownClosesTheTranscriptAndNeverReruns(t *testing.T) {
 		{"user", "risky", "", "", id},
 		{"assistant", "", "", "", id},
 		{"tool", `{"exit_code":0}`, "call_1_" + id, "", id},
-		{"tool", "not run: the daemon stopped during this turn", "call_2_" + id, store.KindSynthetic, id},
+		{"tool", "not run: the daemon stopped during this turn", "call_2_" + id, transcript.KindSynthetic, id},
 		{"boundary", "[turn lost: the daemon stopped while it ran; an operator resolved it without re-running]", "", "", id},
 	}
 	if got := shapes(e.messages("s")); !reflect.DeepEqual(got, want) {

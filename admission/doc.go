@@ -4,6 +4,19 @@
 // resolve_unknown, boot recovery, and the Scheduler that runs claimed
 // admissions through an Executor within a daemon-wide capacity.
 //
+// The execution (Execution: session, admission, generation, owner epoch)
+// is the one home of the fence: Execution.Check is the transactional check
+// every write of a turn runs first (transcript rows, tool events, prompts,
+// the settle), and Scheduler.IsLive the in-memory half (the turn runs here
+// and was not asked to stop). A turn that did not complete is closed with
+// package transcript's repair.
+//
+// Ownership (ownership.go): each session is owned by at most one daemon
+// of a cluster sharing the store, under an owner epoch that increases at
+// every change of owner; only the owner claims and runs its turns, and
+// taking a session whose owner's lease expired applies the boot rules to
+// it (Take, TakeOrphans, Release; leases are package cluster's).
+//
 // Every transition is one guarded UPDATE … WHERE status = … RETURNING;
 // zero rows is a lost race or an illegal move and comes back as a typed
 // error. Each change appends its session events in the same transaction.

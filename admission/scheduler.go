@@ -53,6 +53,12 @@ var errSettling = errors.New("turn settling")
 // ErrInterrupted is the cancel cause of turns stopped by session.interrupt.
 var ErrInterrupted = errors.New("turn interrupted")
 
+// ErrLeaseLost is the cancel cause of turns stopped because this daemon
+// lost their session: its lease could not be renewed in time (self-fencing)
+// or another daemon took the session. Their settle is fenced unless
+// nobody took the session meanwhile.
+var ErrLeaseLost = errors.New("this daemon lost the session's lease")
+
 type run struct {
 	a      Admission
 	ctx    context.Context
@@ -79,6 +85,7 @@ type Scheduler struct {
 	candidates map[string]int64 // sessions that may have claimable work, by order of arrival
 	order      int64
 	stopping   bool
+	fenced     bool // self-fenced: no claims until Unfence
 	wake       chan struct{}
 	loopDone   chan struct{}
 	runs       sync.WaitGroup
@@ -155,6 +162,17 @@ func (s *Scheduler) Running(sessionID string) (Admission, bool) {
 	return r.a, true
 }
 
+// RunningSessions returns the sessions with a turn running now.
+func (s *Scheduler) RunningSessions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.running))
+	for id := range s.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // RunningCount is the number of turns running now.
 func (s *Scheduler) RunningCount() int {
 	s.mu.Lock()
@@ -181,7 +199,7 @@ func (s *Scheduler) schedule() {
 	defer s.claimMu.Unlock()
 	for {
 		s.mu.Lock()
-		if s.stopping || len(s.running) >= s.max || len(s.candidates) == 0 {
+		if s.stopping || s.fenced || len(s.running) >= s.max || len(s.candidates) == 0 {
 			s.mu.Unlock()
 			return
 		}
@@ -201,7 +219,7 @@ func (s *Scheduler) schedule() {
 		progressed := false
 		for _, id := range ids {
 			s.mu.Lock()
-			stop := s.stopping || len(s.running) >= s.max
+			stop := s.stopping || s.fenced || len(s.running) >= s.max
 			if !stop {
 				// Taken off before the claim, never after: a Wake that
 				// arrives while the claim runs (an admit, or the settle of
@@ -226,8 +244,10 @@ func (s *Scheduler) schedule() {
 				s.mu.Lock()
 				s.claimBackoff = 0
 				s.mu.Unlock()
-			case errors.Is(err, ErrNothingQueued), errors.Is(err, ErrUnknownExecution), errors.Is(err, ErrSessionBusy), errors.Is(err, ErrSessionNotFound):
-				// Nothing to start; the next admit, settle or resolve wakes it.
+			case errors.Is(err, ErrNothingQueued), errors.Is(err, ErrUnknownExecution), errors.Is(err, ErrSessionBusy), errors.Is(err, ErrSessionNotFound),
+				errors.Is(err, ErrNotOwner):
+				// Nothing to start here; the next admit, settle or resolve
+				// wakes it (another daemon owns it: that one runs it).
 			default:
 				// The store failed: keep the session a candidate and try
 				// again after a backoff, since no admit or settle may come.
@@ -281,6 +301,9 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 		if errors.Is(cause, ErrStopping) {
 			errText = "daemon stopping"
 		}
+		if errors.Is(cause, ErrLeaseLost) {
+			errText = "this daemon lost the session's lease"
+		}
 	}
 	if outcome != OutcomeCompleted && outcome != OutcomeFailed && outcome != OutcomeInterrupted {
 		outcome, errText = OutcomeFailed, "executor returned no outcome"
@@ -299,7 +322,11 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 		s.log.Error("a turn's final write failed; settling it failed without it", "admission_id", r.a.AdmissionID, "err", fe.err)
 		final, err = s.settle(r, OutcomeFailed, fmt.Sprintf("persist the turn's end: %v", fe.err), nil)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrFenced) || (err != nil && errors.Is(context.Cause(ctx), ErrLeaseLost)):
+		s.log.Warn("the turn was fenced: another daemon owns its session now, which applied the boot rules to it; nothing more of it was written",
+			"admission_id", r.a.AdmissionID, "err", err)
+	case err != nil:
 		s.log.Error("settle failed; the admission stays started and becomes unknown at the next boot",
 			"admission_id", r.a.AdmissionID, "err", err)
 	}
@@ -436,12 +463,58 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return err
 }
 
-// IsLive reports whether admissionID runs generation gen in sessionID now
-// and has not been asked to stop (interrupt or graceful stop). Prompt
-// answers are accepted only while this holds.
-func (s *Scheduler) IsLive(sessionID, admissionID string, gen int64) bool {
+// FreeSlots is how many more turns may start now (0 while stopping or
+// fenced).
+func (s *Scheduler) FreeSlots() int {
 	s.mu.Lock()
-	r, ok := s.running[sessionID]
+	defer s.mu.Unlock()
+	if s.stopping || s.fenced {
+		return 0
+	}
+	return max(s.max-len(s.running), 0)
+}
+
+// Fence is the self-fence of a daemon that could not renew its lease: no
+// claims until Unfence, and every running turn is cancelled with
+// ErrLeaseLost (its tools stop and its commands are killed). It does not
+// wait for them.
+func (s *Scheduler) Fence() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fenced = true
+	for _, r := range s.running {
+		r.cancel(ErrLeaseLost)
+	}
+}
+
+// Unfence lets claims start again after the lease was renewed.
+func (s *Scheduler) Unfence() {
+	s.mu.Lock()
+	s.fenced = false
 	s.mu.Unlock()
-	return ok && r.a.AdmissionID == admissionID && r.a.Generation() == gen && r.ctx.Err() == nil
+	s.Wake()
+}
+
+// Abandon cancels the turn running in sessionID with ErrLeaseLost (another
+// daemon took the session): its command is killed and its writes, the
+// settle included, are refused by the fence. It reports whether one ran.
+func (s *Scheduler) Abandon(sessionID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.running[sessionID]
+	if ok {
+		r.cancel(ErrLeaseLost)
+	}
+	return ok
+}
+
+// IsLive reports whether execution e runs in this daemon now (same
+// admission, generation and owner epoch) and has not been asked to stop
+// (interrupt, graceful stop, lost lease). Prompt answers are accepted only
+// while this holds; the durable half of the fence is Execution.Check.
+func (s *Scheduler) IsLive(e Execution) bool {
+	s.mu.Lock()
+	r, ok := s.running[e.SessionID]
+	s.mu.Unlock()
+	return ok && r.a.Execution().Same(e) && r.ctx.Err() == nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/transcript"
 )
 
 const waitLong = 20 * time.Second
@@ -306,7 +307,7 @@ func TestSchedulerInterrupt(t *testing.T) {
 	run := se.f.next("a1")
 	// Tool calls the turn made before the interrupt.
 	check(t, e.db.InTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.AppendMessage("a", run.AdmissionID, store.RoleAssistant, "", []store.ToolCall{{ID: "c1", Name: "terminal", Arguments: "{}"}}, "", "")
+		_, err := tx.AppendMessage("a", run.AdmissionID, transcript.RoleAssistant, "", []store.ToolCall{{ID: "c1", Name: "terminal", Arguments: "{}"}}, "", "")
 		return err
 	}))
 	if _, _, err := se.s.Interrupt(ctx, "a", run.Generation()+1); !errors.Is(err, admission.ErrStaleGeneration) {
@@ -360,7 +361,7 @@ func TestSchedulerInterrupt(t *testing.T) {
 		t.Fatalf("%d turn.completed events for the interrupted turn", n)
 	}
 	ms := e.messages("a")
-	if len(ms) < 4 || ms[2].Kind.String != store.KindSynthetic || ms[2].ToolCallID.String != "c1" || ms[3].Role != store.RoleBoundary {
+	if len(ms) < 4 || ms[2].Kind.String != transcript.KindSynthetic || ms[2].ToolCallID.String != "c1" || ms[3].Role != transcript.RoleBoundary {
 		t.Fatalf("transcript after interrupt: %v", shapes(ms))
 	}
 	se.mu.Lock()
@@ -663,7 +664,7 @@ func TestSchedulerFinishInSettle(t *testing.T) {
 			if err := tx.Get(&st, `SELECT status FROM session_admissions WHERE status <> 'terminal' AND status = 'started'`); err != nil {
 				return fmt.Errorf("Finish ran outside the settle: %w", err)
 			}
-			if _, err := tx.AppendMessage("s", adm, store.RoleAssistant, text, nil, "", ""); err != nil {
+			if _, err := tx.AppendMessage("s", adm, transcript.RoleAssistant, text, nil, "", ""); err != nil {
 				return err
 			}
 			_, err := tx.AppendEvent("s", "message.completed", adm, 0, map[string]any{"text": text})

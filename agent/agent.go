@@ -35,11 +35,12 @@ type Session struct {
 	SandboxUnavailable string
 }
 
-// Turn identifies the execution being run.
+// Turn identifies the execution being run (admission.Execution).
 type Turn struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
+	OwnerEpoch  int64
 }
 
 // Model streams one chat completion (see model.Client.Stream).
@@ -439,7 +440,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			payload.SandboxPermissions = tools.SandboxEscalated
 			payload.Justification = args.Justification
 		}
-		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
+		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
 			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: payload})
 		if err != nil || ctx.Err() != nil {
 			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
@@ -534,7 +535,7 @@ func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.Too
 		errorResult(ev, "%v", err)
 		return
 	}
-	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation,
+	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
 		Kind: prompts.KindClarify, Timeout: r.Config.ClarifyTimeout,
 		Payload: protocol.ClarifyPayload{ToolCallID: c.ID, Questions: clarifyQuestions(qs)}})
 	if err != nil || ctx.Err() != nil {

@@ -34,6 +34,7 @@ type Config struct {
 	Storage       StorageConfig   `yaml:"storage"`
 	Store         StoreConfig     `yaml:"store"`
 	Sandbox       SandboxConfig   `yaml:"sandbox"`
+	Cluster       ClusterConfig   `yaml:"cluster"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
@@ -124,6 +125,22 @@ type StorageConfig struct {
 	CheckpointInterval int `yaml:"checkpoint_interval"`
 }
 
+// ClusterConfig is the daemon's part in a cluster of daemons sharing one
+// store (docs/protocol.md, "Cluster").
+type ClusterConfig struct {
+	// LeaseTTL, in seconds, is how long after its last heartbeat another
+	// daemon may take this daemon's sessions (measured on the database's
+	// clock). Heartbeats run every LeaseTTL/3; a daemon that cannot renew
+	// its lease for 3/4 of it stops its turns and kills their commands
+	// itself. Default 10, at most 3600.
+	LeaseTTL int `yaml:"lease_ttl"`
+	// Label names the storage this daemon's session cwds live on. Empty
+	// (the default): every daemon sees every cwd, and any daemon may run
+	// any session. Set: sessions created here are pinned to the label and
+	// only daemons with the same label run them.
+	Label string `yaml:"label"`
+}
+
 // StoreConfig chooses the database: SQLite (default: state.db in the home,
 // nothing to set up) or PostgreSQL (a database named by a DSN, which several
 // daemons may share). A DSN alone means driver postgres. SESSIOND_STORE_DSN
@@ -169,6 +186,7 @@ func DefaultConfig() Config {
 			MaxConnections: 4096, MaxInputBytes: 1 << 20, MaxQueuedPerSession: 1000},
 		Storage: StorageConfig{BusyTimeout: 5000, CheckpointInterval: 30},
 		Sandbox: SandboxConfig{Mode: string(sandbox.ModeWorkspaceWrite), WritableRoots: []string{}},
+		Cluster: ClusterConfig{LeaseTTL: 10},
 	}
 }
 
@@ -294,6 +312,7 @@ func (c *Config) Validate() error {
 		"model.idle_timeout": int64(c.Model.IdleTimeout), "limits.max_connections": int64(c.Limits.MaxConnections),
 		"limits.max_input_bytes": int64(c.Limits.MaxInputBytes), "limits.max_queued_per_session": int64(c.Limits.MaxQueuedPerSession),
 		"storage.busy_timeout": int64(c.Storage.BusyTimeout), "storage.checkpoint_interval": int64(c.Storage.CheckpointInterval),
+		"cluster.lease_ttl": int64(c.Cluster.LeaseTTL),
 	}
 	for k, v := range positive {
 		if v <= 0 {
@@ -313,6 +332,12 @@ func (c *Config) Validate() error {
 		if v > 86400 {
 			return fmt.Errorf("%s: at most a day, got %d", k, v)
 		}
+	}
+	if c.Cluster.LeaseTTL > 3600 {
+		return fmt.Errorf("cluster.lease_ttl: at most 3600 seconds, got %d", c.Cluster.LeaseTTL)
+	}
+	if len(c.Cluster.Label) > 200 {
+		return fmt.Errorf("cluster.label: longer than 200 bytes")
 	}
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {

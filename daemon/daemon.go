@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/sandbox"
@@ -33,6 +34,10 @@ type Options struct {
 	// Listen, when not empty, replaces config.yaml's listen (sessiond
 	// --listen): a loopback host:port.
 	Listen string
+	// statePath, tests only, puts state.db elsewhere than in the home, so
+	// that several in-process daemons share one SQLite database as a
+	// cluster (then no daemon may assume it is alone: see joinCluster).
+	statePath string
 	// StoreDSN, when not empty, replaces config.yaml's store (sessiond
 	// --store-dsn): the PostgreSQL database to use.
 	StoreDSN string
@@ -54,7 +59,19 @@ type Daemon struct {
 	prompts *prompts.Manager
 	hub     *hub
 	mux     *rpc.Mux
-	metrics *metrics
+
+	// The cluster (cluster.go): the store's dialect, the bus between the
+	// daemons sharing it, this daemon's lease, and the wake-ups it serves.
+	exclusive  bool // state.db is in the locked home: no other daemon uses it
+	dialect    cluster.Dialect
+	bus        *cluster.Bus
+	member     *cluster.Member
+	wakeups    *wakeSet
+	expiryMu   sync.Mutex
+	expiry     *time.Timer // armExpiry
+	wakeDone   chan struct{}
+	stopListen []func()
+	metrics    *metrics
 
 	metricsSrv  *http.Server // metrics_listen, when set
 	metricsAddr string
@@ -137,7 +154,12 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		}
 	}()
 	driver, dsn := cfg.StoreOptions()
-	where := filepath.Join(opt.Home, StateFile)
+	statePath := filepath.Join(opt.Home, StateFile)
+	d.exclusive = opt.statePath == "" && driver == store.SQLite
+	if opt.statePath != "" {
+		statePath = opt.statePath
+	}
+	where := statePath
 	if driver == store.SQLite {
 		// SQLite creates state.db (and its -wal and -shm, which copy the
 		// database's mode) 0644; make it private first.
@@ -148,7 +170,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		where = "PostgreSQL " + store.RedactDSN(dsn)
 		d.storeSockets = store.SocketFiles(dsn)
 	}
-	d.db, err = store.Open(ctx, filepath.Join(opt.Home, StateFile),
+	d.db, err = store.Open(ctx, statePath,
 		store.Options{Driver: driver, DSN: dsn, BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
 			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log,
 			OnCommit: d.metrics.observeCommit})
@@ -167,11 +189,17 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("record boot epoch: %w", err)
 	}
-	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession}
+	if err := d.joinCluster(ctx); err != nil {
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
 	d.prompts = prompts.NewManager(d.db, d.epoch, log)
-	// Recovery is a named step before serving: started rows of earlier
-	// processes become unknown and their prompts close.
-	rec, err := d.queue.Recover(ctx, d.prompts.FenceEarlierEpochs)
+	d.prompts.SetCluster(d.bus)
+	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
+		Label: cfg.Cluster.Label, OnTake: d.prompts.FenceSession, Bus: d.bus}
+	// Recovery is a named step before serving: this daemon takes every
+	// session whose owner is gone (on SQLite: every session), their started
+	// rows become unknown and their prompts close.
+	rec, err := d.queue.Recover(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("boot recovery: %w", err)
 	}
@@ -198,7 +226,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
-	d.prompts.SetLive(d.sched.IsLive)
+	d.prompts.SetLive(d.sched)
 	d.mux = d.routes()
 	d.pairMux = d.pairRoutes()
 
@@ -226,6 +254,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn("no model.default in config.yaml: session.create must name a model", "config", filepath.Join(opt.Home, ConfigFile))
 	}
 	d.sched.Start(rec.Sessions)
+	d.startCluster()
 	log.Info("sessiond listening", "url", d.desc.URL, "home", opt.Home, "boot_epoch", d.epoch,
 		"pid", d.desc.PID, "version", Version, "unknown_admissions", len(rec.Unknown))
 	return d, nil
@@ -249,6 +278,10 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if err := d.sched.Stop(ctx); err != nil {
 			d.stopErr = fmt.Errorf("settle running turns: %w", err)
 		}
+		// Hand over at once: another daemon resumes the queues.
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.stopCluster(hctx)
+		hcancel()
 		d.connMu.Lock()
 		for c := range d.conns {
 			c.Close(websocket.StatusGoingAway, "daemon stopping")
@@ -286,6 +319,9 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 
 // release frees what Start acquired, in reverse order.
 func (d *Daemon) release() {
+	if d.bus != nil {
+		d.bus.Close()
+	}
 	if d.metricsSrv != nil {
 		d.metricsSrv.Close()
 	}

@@ -10,9 +10,18 @@
 // SHA-256 hashes, scopes (the `forbidden` guard every handler is wrapped
 // in), revocation, and the sender recorded with admissions and decisions.
 //
-// Start order: lock home → open store → new boot epoch → recover (started
-// rows become unknown, old prompts close) → listen → write descriptor →
-// schedule. Stop order: drain → interrupt and settle running turns → close
-// connections with 1001 → stop the server → close the store → remove the
-// descriptor → release the lock.
+// cluster.go is the daemon's part in a cluster of daemons sharing one store
+// (docs/protocol.md section K): its lease and heartbeats, the takeover of
+// dead daemons' sessions, the self-fence, the hand-over at a graceful stop,
+// and the wake-ups (sessiond_sessions) through which any daemon reaches a
+// session's owner; hub.go delivers events committed by other daemons
+// (sessiond_events) in order and once.
+//
+// Start order: lock home → open store → new boot epoch → join the cluster
+// (lease) → recover (take every session with no live owner: started rows
+// become unknown, old prompts close) → listen → write descriptor →
+// schedule → heartbeats and wake-ups. Stop order: drain → interrupt and
+// settle running turns → hand the sessions over and give the lease up →
+// close connections with 1001 → stop the server → close the store → remove
+// the descriptor → release the lock.
 package daemon

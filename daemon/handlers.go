@@ -132,6 +132,15 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
 	info.Storage = rpc.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
+	var cl struct {
+		Owned int64 `db:"owned"`
+		Live  int64 `db:"live"`
+	}
+	if err := d.db.Get(ctx, &cl, `SELECT (SELECT count(*) FROM sessions WHERE owner_daemon = ?) AS owned,
+		(SELECT count(*) FROM boot_epochs WHERE lease_expires_ms > `+d.dialect.NowMS()+`) AS live`, d.epoch); err != nil {
+		return nil, err
+	}
+	info.Cluster = &rpc.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: cl.Owned, LiveDaemons: cl.Live}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage.WALBytes, info.Storage.LastCheckpointAt, info.Storage.CheckpointBusy = st.WALBytes, store.FormatTime(st.At), st.Busy
 		if st.Err != nil {
@@ -270,7 +279,7 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p rpc.SubmitPara
 		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
-		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c)}, d.sched.AtCapacity)
+		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0}, d.sched.AtCapacity)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +337,8 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.Interr
 		return nil, err
 	}
 	if !ok {
-		return rpc.InterruptResult{}, nil
+		// Not running here: it may run on another daemon of the cluster.
+		return d.interruptElsewhere(ctx, p.SessionID, gen)
 	}
 	id := a.AdmissionID
 	return rpc.InterruptResult{Interrupted: &id}, nil

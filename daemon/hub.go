@@ -1,9 +1,15 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
@@ -12,30 +18,48 @@ import (
 
 // hub fans session events out to the connections subscribed by
 // session.resume. Durable events come from the store's event sink after
-// commit, in commit order; deltas (seq null) come from the agent directly.
-// Delivery never blocks: a connection that cannot keep up is closed by rpc.
+// commit, in commit order (the fast path), and, for events committed by
+// other daemons of a cluster, from the events table after a
+// ChannelEvents notification (catch-up). Each subscription delivers seq
+// lastSeq+1 next and nothing else, so order and exactly-once hold whichever
+// path brings an event; a gap makes the catch-up read the table. Deltas
+// (seq null) come from the agent directly, on the daemon that runs the
+// turn only. Delivery never blocks: a connection that cannot keep up is
+// closed by rpc.
 type hub struct {
 	mu   sync.Mutex
 	subs map[string]map[*rpc.Conn]*subscription
 	log  *slog.Logger
+	// seen is the highest seq another daemon announced, by session with
+	// subscribers.
+	seen map[string]int64
+
+	// The catch-up (startCatchUp): sessions whose subscribers miss events.
+	db       *store.DB
+	behind   map[string]bool
+	signal   chan struct{}
+	stopCU   chan struct{}
+	cuDone   chan struct{}
+	notifyFn func(sessionID string, seq int64) // announces local events to the other daemons
 }
 
 // subscription is one connection's interest in one session. Until released
 // (after the resume response is queued), durable events are buffered so the
 // client sees the snapshot first; on release, events already reflected in
-// the snapshot (seq <= lastSeq) are dropped.
+// the snapshot (seq <= lastSeq) are dropped. Once released, lastSeq is the
+// last seq delivered.
 type subscription struct {
 	released bool
 	lastSeq  int64
-	buffered [][]byte
-	seqs     []int64
+	events   []store.Event // buffered until released
 	// backlog holds tool output held back while the connection is behind,
 	// by tool_call_id (see floods.go).
 	backlog map[string]*outputBacklog
 }
 
 func newHub(log *slog.Logger) *hub {
-	return &hub{subs: map[string]map[*rpc.Conn]*subscription{}, log: log}
+	return &hub{subs: map[string]map[*rpc.Conn]*subscription{}, log: log, seen: map[string]int64{},
+		behind: map[string]bool{}, signal: make(chan struct{}, 1)}
 }
 
 // subscribe registers c for sessionID in buffering mode and returns the
@@ -62,13 +86,15 @@ func (h *hub) subscribe(c *rpc.Conn, sessionID string) (release func(lastSeq int
 		if h.subs[sessionID][c] != sub {
 			return
 		}
-		for i, frame := range sub.buffered {
-			if sub.seqs[i] > lastSeq {
-				c.NotifyRaw(frame)
-			}
-		}
-		sub.buffered, sub.seqs = nil, nil
+		buffered := sub.events
+		sub.events = nil
 		sub.released, sub.lastSeq = true, lastSeq
+		for _, e := range buffered {
+			h.deliverLocked(sessionID, c, sub, e)
+		}
+		if h.seen[sessionID] > sub.lastSeq {
+			h.markBehindLocked(sessionID)
+		}
 	}
 }
 
@@ -79,6 +105,7 @@ func (h *hub) unsubscribe(c *rpc.Conn, sessionID string) {
 		delete(m, c)
 		if len(m) == 0 {
 			delete(h.subs, sessionID)
+			delete(h.seen, sessionID)
 		}
 	}
 }
@@ -101,32 +128,216 @@ func wireEvent(e store.Event) rpc.Event {
 	return ev
 }
 
-// publish delivers a committed durable event; it is the store's event sink.
+// publish delivers a committed durable event of this daemon; it is the
+// store's event sink (the fast path). It also announces the event to the
+// other daemons.
 func (h *hub) publish(e store.Event) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	notify := h.notifyFn
 	m := h.subs[e.SessionID]
-	if len(m) == 0 {
+	for c, sub := range m {
+		if !sub.released {
+			sub.events = append(sub.events, e)
+			continue
+		}
+		h.deliverLocked(e.SessionID, c, sub, e)
+	}
+	h.mu.Unlock()
+	if notify != nil {
+		notify(e.SessionID, e.Seq)
+	}
+}
+
+// deliverLocked sends e to a released subscription when it is the next seq
+// it needs, skips it when it was delivered already, and asks the catch-up
+// for the missing ones on a gap. Called with h.mu held.
+func (h *hub) deliverLocked(sessionID string, c *rpc.Conn, sub *subscription, e store.Event) {
+	switch {
+	case e.Seq <= sub.lastSeq:
+		return
+	case e.Seq > sub.lastSeq+1:
+		// Events of another daemon committed before it: the catch-up
+		// reads them from the table, this one with them.
+		h.markBehindLocked(sessionID)
 		return
 	}
 	frame, err := notificationFrame(wireEvent(e))
 	if err != nil {
 		h.log.Error("encode event", "type", e.Type, "err", err)
+		sub.lastSeq = e.Seq
 		return
 	}
-	for c, sub := range m {
-		if !sub.released {
-			sub.buffered = append(sub.buffered, frame)
-			sub.seqs = append(sub.seqs, e.Seq)
-			continue
+	if e.Type == "tool.completed" || e.Type == "turn.completed" {
+		h.flushBacklog(c, sub, e) // the held-back output comes before its end
+	}
+	c.NotifyRaw(frame)
+	sub.lastSeq = e.Seq
+}
+
+func (h *hub) markBehindLocked(sessionID string) {
+	h.behind[sessionID] = true
+	select {
+	case h.signal <- struct{}{}:
+	default:
+	}
+}
+
+// remoteEvent is the ChannelEvents listener: payload "<session_id>:<seq>"
+// announces an event committed by some daemon (this one included). It
+// never blocks: a session whose subscribers lack that seq is handed to the
+// catch-up; "" (notifications may have been lost) hands every session.
+func (h *hub) remoteEvent(payload string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if payload == "" {
+		for id := range h.subs {
+			h.markBehindLocked(id)
 		}
-		if e.Seq > sub.lastSeq {
-			if e.Type == "tool.completed" || e.Type == "turn.completed" {
-				h.flushBacklog(c, sub, e) // the held-back output comes before its end
-			}
-			c.NotifyRaw(frame)
+		return
+	}
+	i := strings.LastIndexByte(payload, ':')
+	if i < 0 {
+		return
+	}
+	sessionID := payload[:i]
+	seq, err := strconv.ParseInt(payload[i+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	m := h.subs[sessionID]
+	if len(m) == 0 {
+		return
+	}
+	if seq > h.seen[sessionID] {
+		h.seen[sessionID] = seq
+	}
+	for _, sub := range m {
+		if sub.released && sub.lastSeq < seq {
+			h.markBehindLocked(sessionID)
+			return
 		}
 	}
+}
+
+// startCatchUp starts the goroutine that reads, from db, the events the
+// subscribers of a session lack, and delivers them in order.
+func (h *hub) startCatchUp(db *store.DB, notify func(sessionID string, seq int64)) {
+	h.mu.Lock()
+	h.db, h.notifyFn = db, notify
+	h.mu.Unlock()
+	h.stopCU, h.cuDone = make(chan struct{}), make(chan struct{})
+	go h.catchUpLoop()
+}
+
+func (h *hub) stopCatchUp() {
+	h.mu.Lock()
+	h.notifyFn = nil
+	h.mu.Unlock()
+	if h.stopCU != nil {
+		close(h.stopCU)
+		<-h.cuDone
+		h.stopCU = nil
+	}
+}
+
+func (h *hub) catchUpLoop() {
+	defer close(h.cuDone)
+	for {
+		select {
+		case <-h.stopCU:
+			return
+		case <-h.signal:
+		}
+		h.mu.Lock()
+		ids := make([]string, 0, len(h.behind))
+		for id := range h.behind {
+			ids = append(ids, id)
+		}
+		h.behind = map[string]bool{}
+		h.mu.Unlock()
+		for _, id := range ids {
+			h.catchUp(id)
+		}
+	}
+}
+
+// catchUp reads the events of sessionID after the oldest lastSeq of its
+// released subscribers and delivers each subscriber what it lacks, in
+// order. When retention pruned events a subscriber lacks, that subscriber
+// is closed (1008): its client resumes and gets snapshot_required.
+func (h *hub) catchUp(sessionID string) {
+	h.mu.Lock()
+	from := int64(-1)
+	for _, sub := range h.subs[sessionID] {
+		if sub.released && (from < 0 || sub.lastSeq < from) {
+			from = sub.lastSeq
+		}
+	}
+	h.mu.Unlock()
+	if from < 0 {
+		return
+	}
+	evs, complete, err := h.eventsAfter(sessionID, from)
+	if err != nil {
+		h.log.Warn("read events committed by another daemon; retrying at the next notification", "session_id", sessionID, "err", err)
+		return
+	}
+	if complete {
+		h.mu.Lock()
+		for c, sub := range h.subs[sessionID] {
+			if sub.released {
+				for _, e := range evs {
+					h.deliverLocked(sessionID, c, sub, e)
+				}
+			}
+		}
+		h.mu.Unlock()
+		return
+	}
+	// Rare: some subscriber is behind the retained window. Judge each on
+	// its own seq, reading without the lock.
+	type one struct {
+		c   *rpc.Conn
+		sub *subscription
+		seq int64
+	}
+	var subs []one
+	h.mu.Lock()
+	for c, sub := range h.subs[sessionID] {
+		if sub.released {
+			subs = append(subs, one{c, sub, sub.lastSeq})
+		}
+	}
+	h.mu.Unlock()
+	for _, o := range subs {
+		own, ok, err := h.eventsAfter(sessionID, o.seq)
+		if err != nil {
+			h.log.Warn("read events committed by another daemon", "session_id", sessionID, "err", err)
+			continue
+		}
+		h.mu.Lock()
+		switch {
+		case h.subs[sessionID][o.c] != o.sub:
+		case !ok:
+			o.c.Close(websocket.StatusPolicyViolation, "session events were pruned past this subscription; resume")
+		default:
+			for _, e := range own {
+				h.deliverLocked(sessionID, o.c, o.sub, e)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *hub) eventsAfter(sessionID string, after int64) (evs []store.Event, complete bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = h.db.ReadTx(ctx, func(tx *store.Reads) error {
+		var err error
+		evs, complete, err = h.db.EventsAfter(tx, sessionID, after)
+		return err
+	})
+	return evs, complete, err
 }
 
 // publishDelta delivers an ephemeral event (seq null, not stored) to

@@ -212,8 +212,9 @@ func (d *Daemon) createSession(tx *store.Tx, p rpc.SessionCreateParams) (string,
 		sb = sql.NullString{String: string(b), Valid: true}
 	}
 	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
-		create_request_id, create_digest, created_at, sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, p.Title, p.Cwd, p.Model, p.Provider, p.BaseURL, string(ts), p.Source, reqID, dig, store.Now(), sb)
+		create_request_id, create_digest, created_at, sandbox, pin_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, p.Title, p.Cwd, p.Model, p.Provider, p.BaseURL, string(ts), p.Source, reqID, dig, store.Now(), sb,
+		sql.NullString{String: d.cfg.Cluster.Label, Valid: d.cfg.Cluster.Label != ""})
 	return id, err
 }
 
@@ -252,7 +253,9 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			}
 		}
 		annotateWaits(snap.Pending, d.sched.AtCapacity())
-		open, err := prompts.OpenForSession(tx, sessionID, d.epoch)
+		// Any daemon's: the turn may run on another daemon of the cluster
+		// (a takeover closes the prompts of the daemon it replaces).
+		open, err := prompts.OpenForSession(tx, sessionID, 0)
 		if err != nil {
 			return err
 		}

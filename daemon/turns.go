@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
+	"github.com/sessiond/sessiond/transcript"
 )
 
 // executor runs admitted turns through the agent: the only executor the
@@ -72,7 +74,8 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	if err != nil {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
-	turn := agent.Turn{SessionID: s.SessionID, AdmissionID: t.Admission.AdmissionID, Generation: t.Admission.Generation()}
+	x := t.Admission.Execution()
+	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, OwnerEpoch: x.OwnerEpoch}
 	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
 		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.storeSockets...)
@@ -94,19 +97,17 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	return out
 }
 
-// journal implements agent.Journal on the store; every write is fenced on
-// the admission being started with the turn's generation.
+// journal implements agent.Journal on the store; every write is fenced by
+// the turn's admission.Execution.
 type journal struct{ d *Daemon }
 
 func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
-	var one int
-	err := tx.Get(&one, `SELECT count(*) FROM session_admissions WHERE admission_id = ? AND status = 'started'
-		AND execution_generation = ? AND owner_epoch = ?`, t.AdmissionID, t.Generation, j.d.epoch)
-	if err != nil {
+	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, OwnerEpoch: t.OwnerEpoch}
+	if err := x.Check(tx); err != nil {
+		if errors.Is(err, admission.ErrFenced) {
+			return fmt.Errorf("%w: %w", agent.ErrNotLive, err)
+		}
 		return err
-	}
-	if one != 1 {
-		return agent.ErrNotLive
 	}
 	return nil
 }
@@ -147,7 +148,7 @@ func appendAssistant(tx *store.Tx, t agent.Turn, content string, calls []model.T
 	for _, c := range calls {
 		sc = append(sc, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	m, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleAssistant, content, sc, "", "")
+	m, err := tx.AppendMessage(t.SessionID, t.AdmissionID, transcript.RoleAssistant, content, sc, "", "")
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEv
 // ToolRunning appends tool.running {tool_call_id, pid, boot_id,
 // start_ticks, session, marker}: the command's process group and its
 // identity (tools.ProcessIdentity), read at boot after a crash
-// (killLeftoverTools) and when the turn is closed (store.CloseTurn words
+// (killLeftoverTools) and when the turn is closed (admission closes it with transcript.Close, which words
 // the result "was running", not "not run").
 func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEvent, proc tools.ProcessIdentity) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -189,7 +190,7 @@ func (j *journal) ToolCompleted(ctx context.Context, t agent.Turn, ev agent.Tool
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
-		if _, err := tx.AppendMessage(t.SessionID, t.AdmissionID, store.RoleTool, ev.Result, nil, ev.CallID, ""); err != nil {
+		if _, err := tx.AppendMessage(t.SessionID, t.AdmissionID, transcript.RoleTool, ev.Result, nil, ev.CallID, ""); err != nil {
 			return err
 		}
 		payload := protocol.ToolCompletedPayload{ToolCallID: ev.CallID, Name: ev.Name, OK: ev.OK,

@@ -5,7 +5,8 @@
 // a prompt.closed event and wake the waiting tool at once. It also keeps the
 // approval allowlists ("session" and "always" choices).
 //
-// It must not know about the FIFO's rules or the wire: liveness of an
-// execution comes from a callback, and errors are typed for the daemon to
+// It must not know about the FIFO's rules or the wire: the fence of an
+// execution is admission.Execution (Check in the prompt's transaction, the
+// scheduler's IsLive in memory), and errors are typed for the daemon to
 // map.
 package prompts

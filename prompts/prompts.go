@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
@@ -88,12 +90,12 @@ func (p Prompt) Wire() protocol.Prompt {
 		Payload: json.RawMessage(p.Payload), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt.String}
 }
 
-// OpenForSession returns the open prompts of sessionID owned by epoch, in
-// creation order.
+// OpenForSession returns the open prompts of sessionID opened by daemon
+// epoch (any daemon when epoch <= 0), in creation order.
 func OpenForSession(q store.Queryer, sessionID string, epoch int64) ([]Prompt, error) {
 	var ps []Prompt
-	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND owner_epoch = ?
-		ORDER BY created_at, prompt_id`, sessionID, epoch)
+	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND (? <= 0 OR owner_epoch = ?)
+		ORDER BY created_at, prompt_id`, sessionID, epoch, epoch)
 	return ps, store.Classify(err)
 }
 
@@ -106,19 +108,69 @@ type Outcome struct {
 	Response   json.RawMessage
 }
 
-// LiveFunc reports whether admissionID runs generation gen in sessionID
-// right now and has not been asked to stop.
-type LiveFunc func(sessionID, admissionID string, gen int64) bool
+// Liveness answers whether an execution runs in this daemon right now and
+// has not been asked to stop (admission.Scheduler).
+type Liveness interface {
+	IsLive(e admission.Execution) bool
+}
 
 // Manager opens, answers and closes prompts. Safe for concurrent use.
 type Manager struct {
 	db    *store.DB
 	epoch int64
 	log   *slog.Logger
-	live  LiveFunc
+	live  Liveness
+
+	bus *cluster.Bus
 
 	mu      sync.Mutex
-	waiters map[string]chan Outcome
+	waiters map[string]waiter
+}
+
+// waiter is an Ask waiting for its prompt's outcome.
+type waiter struct {
+	sessionID string
+	ch        chan Outcome
+}
+
+// SetCluster makes the manager part of a cluster of daemons sharing the
+// store: an answer given here to a prompt of a turn that runs on another
+// daemon is judged from the store (its owner's lease on the database's
+// clock included) and wakes that daemon through bus (ChannelSessions),
+// which then calls Poll. Set it before serving.
+func (m *Manager) SetCluster(bus *cluster.Bus) { m.bus = bus }
+
+// Poll delivers to the Asks waiting in sessionID the outcome of their
+// prompts closed in the store meanwhile (answered on another daemon, or
+// closed by a takeover). Safe to call at any time; store errors are
+// returned and nothing is delivered for them.
+func (m *Manager) Poll(ctx context.Context, sessionID string) error {
+	m.mu.Lock()
+	var ids []string
+	for id, w := range m.waiters {
+		if sessionID == "" || w.sessionID == sessionID {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		var p Prompt
+		err := m.db.Get(ctx, &p, `SELECT `+columns+` FROM prompts WHERE prompt_id = ?`, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if p.Status != "closed" {
+			continue
+		}
+		o := Outcome{PromptID: p.PromptID, Resolution: p.Resolution.String}
+		if p.Response.Valid {
+			o.Response = json.RawMessage(p.Response.String)
+		}
+		m.deliver(o)
+	}
+	return nil
 }
 
 // NewManager returns a Manager for the daemon of boot epoch.
@@ -126,25 +178,37 @@ func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]chan Outcome{}}
+	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]waiter{}}
 }
 
-// SetLive sets the liveness check used by Respond; set it before serving.
-func (m *Manager) SetLive(f LiveFunc) { m.live = f }
+// SetLive sets the in-memory liveness used by Respond; set it before
+// serving. Without one, only the durable fence (admission.Execution.Check)
+// decides.
+func (m *Manager) SetLive(l Liveness) { m.live = l }
 
+// Execution is the execution the prompt belongs to; its OwnerEpoch (the
+// session's token) is not known from the prompt (0).
+func (p Prompt) Execution() admission.Execution {
+	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.OwnerEpoch}
+}
+
+// isLive is the in-memory half of the fence: a prompt opened by this daemon
+// is live only while its scheduler runs the execution and has not asked it
+// to stop. A prompt of another daemon is judged from the store alone
+// (admission.Execution.CheckAnswerable).
 func (m *Manager) isLive(p Prompt) bool {
-	return p.OwnerEpoch == m.epoch && (m.live == nil || m.live(p.SessionID, p.AdmissionID, p.ExecutionGeneration))
+	return p.OwnerEpoch != m.epoch || m.live == nil || m.live.IsLive(p.Execution())
 }
 
 // deliver hands o to the waiter of o.PromptID, if one waits. Called after
 // commit only.
 func (m *Manager) deliver(o Outcome) {
 	m.mu.Lock()
-	ch := m.waiters[o.PromptID]
+	w, ok := m.waiters[o.PromptID]
 	delete(m.waiters, o.PromptID)
 	m.mu.Unlock()
-	if ch != nil {
-		ch <- o // buffered 1; each waiter gets one delivery
+	if ok {
+		w.ch <- o // buffered 1; each waiter gets one delivery
 	}
 }
 
@@ -170,6 +234,7 @@ type Ask struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
+	OwnerEpoch  int64         // the session's owner epoch of the execution (admission.Execution)
 	Kind        string        // KindApproval or KindClarify
 	Payload     any           // JSON object shown to the user
 	Timeout     time.Duration // after this the prompt closes timed_out
@@ -195,7 +260,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	}
 	ch := make(chan Outcome, 1)
 	m.mu.Lock()
-	m.waiters[p.PromptID] = ch
+	m.waiters[p.PromptID] = waiter{sessionID: p.SessionID, ch: ch}
 	m.mu.Unlock()
 	forget := func() {
 		m.mu.Lock()
@@ -203,17 +268,17 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		m.mu.Unlock()
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
-		res, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
-			SELECT ?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL
-			WHERE EXISTS (SELECT 1 FROM session_admissions WHERE admission_id = ? AND target_session_id = ?
-			              AND status = 'started' AND execution_generation = ? AND owner_epoch = ?)`,
-			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt,
-			p.AdmissionID, p.SessionID, p.ExecutionGeneration, m.epoch)
-		if err != nil {
+		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.epoch, OwnerEpoch: a.OwnerEpoch}
+		if err := x.Check(tx); err != nil {
+			if errors.Is(err, admission.ErrFenced) {
+				return fmt.Errorf("%w: %w", ErrNotLive, err)
+			}
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return ErrNotLive
+		if _, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL)`,
+			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt); err != nil {
+			return err
 		}
 		_, err = tx.AppendEvent(p.SessionID, protocol.EventPromptOpened, p.AdmissionID, p.ExecutionGeneration, protocol.PromptOpenedPayload{Prompt: p.Wire()})
 		return err
@@ -306,12 +371,23 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	}
 	status := StatusResolved
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
+		x := p.Execution()
+		fence := x.Check(tx)
+		if p.OwnerEpoch != m.epoch {
+			// Answered on a daemon that does not run the turn: the store
+			// alone decides, the owner's lease included.
+			fence = x.CheckAnswerable(tx, cluster.DialectOf(m.db))
+		}
+		if err := fence; err != nil {
+			if errors.Is(err, admission.ErrFenced) {
+				return fmt.Errorf("%w: execution %d of prompt %s has ended: %w", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID, err)
+			}
+			return err
+		}
 		var got Prompt
 		err := tx.Get(&got, `UPDATE prompts SET status = 'closed', resolution = 'answered', response = ?, closed_at = ?
-			WHERE prompt_id = ? AND status = 'open' AND owner_epoch = ?
-			  AND EXISTS (SELECT 1 FROM session_admissions a WHERE a.admission_id = prompts.admission_id
-			              AND a.status = 'started' AND a.execution_generation = prompts.execution_generation)
-			RETURNING `+columns, string(r.Answer), store.Now(), p.PromptID, m.epoch)
+			WHERE prompt_id = ? AND status = 'open'
+			RETURNING `+columns, string(r.Answer), store.Now(), p.PromptID)
 		if errors.Is(err, sql.ErrNoRows) {
 			cur, err := getPrompt(tx, p.PromptID)
 			if err != nil {
@@ -326,6 +402,9 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 			if err := recordAllowance(tx, got, r.Answer); err != nil {
 				return err
 			}
+		}
+		if m.bus != nil && got.OwnerEpoch != m.epoch {
+			m.bus.Notify(tx, cluster.ChannelSessions, got.SessionID)
 		}
 		return m.closeEventBy(tx, got, ResolutionAnswered, r.Answer, r.AnsweredBy)
 	})
@@ -385,13 +464,34 @@ func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 	return nil
 }
 
+// FenceSession is the takeover hook (admission.Queue.OnTake): the open
+// prompts of sessionID opened by other daemons close as fenced, each with a
+// prompt.closed event, so that their ids answer stale_generation.
+func (m *Manager) FenceSession(tx *store.Tx, sessionID string) error {
+	var ps []Prompt
+	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
+		WHERE session_id = ? AND status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), sessionID, m.epoch); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := m.closeEvent(tx, p, ResolutionFenced, nil); err != nil {
+			return err
+		}
+	}
+	if len(ps) > 0 && m.bus != nil {
+		// The daemon that opened them, if it still runs, wakes its waiters.
+		m.bus.Notify(tx, cluster.ChannelSessions, sessionID)
+	}
+	return nil
+}
+
 // Stop wakes every remaining waiter with interrupted.
 func (m *Manager) Stop() {
 	m.mu.Lock()
 	ws := m.waiters
-	m.waiters = map[string]chan Outcome{}
+	m.waiters = map[string]waiter{}
 	m.mu.Unlock()
-	for id, ch := range ws {
-		ch <- Outcome{PromptID: id, Resolution: ResolutionInterrupted}
+	for id, w := range ws {
+		w.ch <- Outcome{PromptID: id, Resolution: ResolutionInterrupted}
 	}
 }

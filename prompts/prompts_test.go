@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/fixtures/storetest"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/store"
@@ -68,6 +69,8 @@ func (e *env) addStarted(t *testing.T, session, admission string, seq, gen, epoc
 	e.exec(t, `INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
 		execution_generation, owner_epoch, text, payload_digest, created_at, started_at)
 		VALUES (?, ?, ?, ?, 'started', ?, ?, 'text', 'digest', ?, ?)`, admission, session, "in-"+admission, seq, gen, epoch, store.Now(), store.Now())
+	// The daemon that started it owns the session (admission.Execution).
+	e.exec(t, `UPDATE sessions SET owner_daemon = ? WHERE session_id = ?`, epoch, session)
 }
 
 // waitEvent waits for an event matching f and returns it.
@@ -362,17 +365,21 @@ func TestCloseForAdmissionWakesAndFences(t *testing.T) {
 	}
 }
 
-// A prompt whose execution is no longer live (LiveFunc false: interrupt
+// A prompt whose execution is no longer live (Liveness false: interrupt
 // requested, settled, or another generation runs) refuses answers.
+type liveFunc func(admission.Execution) bool
+
+func (f liveFunc) IsLive(x admission.Execution) bool { return f(x) }
+
 func TestRespondNotLiveIsStale(t *testing.T) {
 	e := setup(t)
 	var mu sync.Mutex
 	live := true
-	e.m.SetLive(func(s, a string, gen int64) bool {
+	e.m.SetLive(liveFunc(func(x admission.Execution) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return live && s == "s1" && a == "a1" && gen == 1
-	})
+		return live && x.SessionID == "s1" && x.AdmissionID == "a1" && x.Generation == 1
+	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	id, done := e.ask(t, ctx, e.m, approval("s1", "a1", 1, "p"))

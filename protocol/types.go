@@ -42,6 +42,20 @@ type DaemonInfo struct {
 	// Sandbox is the configured sandbox of new sessions and whether this
 	// kernel can enforce it.
 	Sandbox SandboxInfo `json:"sandbox"`
+	// Cluster is this daemon's part in the daemons sharing its store
+	// (docs/protocol.md section K).
+	Cluster *ClusterInfo `json:"cluster,omitempty"`
+}
+
+// ClusterInfo describes the daemons sharing one store: this daemon's id is
+// its boot_epoch; Label is its cluster.label, LeaseTTL its lease in
+// seconds; OwnedSessions counts the sessions it owns (runs the turns of),
+// LiveDaemons the daemons whose lease is alive, this one included.
+type ClusterInfo struct {
+	Label         string `json:"label"`
+	LeaseTTL      int    `json:"lease_ttl"`
+	OwnedSessions int64  `json:"owned_sessions"`
+	LiveDaemons   int64  `json:"live_daemons"`
 }
 
 // SandboxInfo describes a sandbox: in daemon.info the configured one, in

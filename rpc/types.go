@@ -163,6 +163,7 @@ type (
 	SandboxInfo           = protocol.SandboxInfo
 	SandboxParams         = protocol.SandboxParams
 	StorageInfo           = protocol.StorageInfo
+	ClusterInfo           = protocol.ClusterInfo
 	SessionCreateParams   = protocol.SessionCreateParams
 	SessionRef            = protocol.SessionRef
 	ResumeParams          = protocol.ResumeParams

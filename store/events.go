@@ -57,7 +57,7 @@ func (t *Tx) AppendEvent(sessionID string, typ protocol.EventType, admissionID s
 	if ev.Seq%64 == 0 && ev.Seq > EventRetention {
 		// tool.running of an admission that is not terminal yet is kept: a
 		// boot after a crash needs it to kill the command, and the resolve
-		// to say that the command ran (CloseTurn).
+		// to say that the command ran (transcript.Close).
 		if _, err := t.Exec(`DELETE FROM events WHERE session_id = ? AND seq <= ?
 			AND NOT (type = 'tool.running' AND admission_id IN (SELECT admission_id FROM session_admissions
 				WHERE target_session_id = ? AND status <> 'terminal'))`, sessionID, ev.Seq-EventRetention, sessionID); err != nil {

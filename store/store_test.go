@@ -95,7 +95,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 3 {
+		if err != nil || v != 4 {
 			t.Fatalf("schema version = %d, %v", v, err)
 		}
 		var n int

@@ -12,21 +12,6 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Message roles of the transcript (table messages). RoleBoundary closes a
-// turn that did not complete (interrupted, failed or lost in a crash); it is
-// sent to the model as a short assistant note so that the lost turn never
-// merges into the next request.
-const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
-	RoleBoundary  = "boundary"
-)
-
-// KindSynthetic marks tool results that sessiond wrote for tool calls that
-// never ran ("not run: turn interrupted").
-const KindSynthetic = "synthetic"
-
 // ToolCall is one assistant tool call as stored in messages.tool_calls.
 type ToolCall struct {
 	ID        string `json:"id"`
@@ -34,7 +19,8 @@ type ToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// Message is one transcript row.
+// Message is one transcript row. Its roles and the repair of a turn that
+// did not complete belong to package transcript; the store keeps rows.
 type Message struct {
 	ID          int64          `db:"id"`
 	SessionID   string         `db:"session_id"`
@@ -93,73 +79,6 @@ func Transcript(q Queryer, sessionID string) ([]Message, error) {
 		CASE WHEN m.role = 'user' THEN (SELECT a.sender FROM session_admissions a WHERE a.admission_id = m.admission_id) END AS sender
 		FROM messages m WHERE m.session_id = ? ORDER BY m.id`, sessionID)
 	return ms, Classify(err)
-}
-
-// CloseTurn repairs the transcript of a turn that did not complete: every
-// tool call of admissionID without a tool result gets a synthetic result,
-// then a boundary row with boundary text is appended. The result carries
-// runningNote when the call's command had started (a tool.running event of
-// the admission names it: it ran, its effects are unknown) and note
-// otherwise (e.g. "not run: turn interrupted"). It returns the rows it
-// appended, in order.
-func (t *Tx) CloseTurn(sessionID, admissionID, note, runningNote, boundary string) ([]Message, error) {
-	// The payloads are decoded here rather than with a JSON function of
-	// one dialect.
-	var payloads []string
-	if err := t.Select(&payloads, `SELECT payload FROM events
-		WHERE session_id = ? AND admission_id = ? AND type = 'tool.running'`, sessionID, admissionID); err != nil {
-		return nil, err
-	}
-	var running []string
-	for _, p := range payloads {
-		var r struct {
-			ToolCallID string `json:"tool_call_id"`
-		}
-		if json.Unmarshal([]byte(p), &r) == nil && r.ToolCallID != "" {
-			running = append(running, r.ToolCallID)
-		}
-	}
-	var ms []Message
-	if err := t.Select(&ms, `SELECT id, session_id, admission_id, role, content, tool_calls, tool_call_id, kind, created_at
-		FROM messages WHERE session_id = ? AND admission_id = ? ORDER BY id`, sessionID, admissionID); err != nil {
-		return nil, err
-	}
-	answered := map[string]bool{}
-	for _, m := range ms {
-		if m.Role == RoleTool && m.ToolCallID.Valid {
-			answered[m.ToolCallID.String] = true
-		}
-	}
-	var out []Message
-	for _, m := range ms {
-		if m.Role != RoleAssistant {
-			continue
-		}
-		calls, err := m.Calls()
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range calls {
-			if answered[c.ID] {
-				continue
-			}
-			text := note
-			if slices.Contains(running, c.ID) {
-				text = runningNote
-			}
-			r, err := t.AppendMessage(sessionID, admissionID, RoleTool, text, nil, c.ID, KindSynthetic)
-			if err != nil {
-				return nil, err
-			}
-			answered[c.ID] = true
-			out = append(out, r)
-		}
-	}
-	b, err := t.AppendMessage(sessionID, admissionID, RoleBoundary, boundary, nil, "", "")
-	if err != nil {
-		return nil, err
-	}
-	return append(out, b), nil
 }
 
 // RowQueryer runs a query whose rows are read one at a time, with '?'

@@ -1,0 +1,188 @@
+package admission
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/transcript"
+)
+
+// Execution is one started admission as its owner runs it: the fence of
+// every write the turn makes (transcript rows, tool events, prompts, the
+// settle). Daemon is the boot epoch of the daemon that claimed it (the
+// owner_epoch column of the admission and of its prompts); OwnerEpoch is
+// the session's owner_epoch (the fencing token) under which that daemon
+// claimed it, 0 when the caller does not know it (a prompt answered on
+// another daemon: the takeover that would have changed it also made the
+// admission unknown, which the check sees).
+type Execution struct {
+	SessionID   string
+	AdmissionID string
+	Generation  int64
+	Daemon      int64
+	OwnerEpoch  int64
+}
+
+// Execution returns the execution of a started (or once started) row.
+func (a Admission) Execution() Execution {
+	return Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation(),
+		Daemon: a.OwnerEpoch.Int64, OwnerEpoch: a.SessionEpoch}
+}
+
+// Same reports whether e and o name one execution; an OwnerEpoch of 0
+// matches any.
+func (e Execution) Same(o Execution) bool {
+	return e.SessionID == o.SessionID && e.AdmissionID == o.AdmissionID && e.Generation == o.Generation &&
+		e.Daemon == o.Daemon && (e.OwnerEpoch == 0 || o.OwnerEpoch == 0 || e.OwnerEpoch == o.OwnerEpoch)
+}
+
+// ErrFenced is what Execution.Check returns (wrapped in a *FenceError) when
+// the execution is no longer the live one: a stale turn must stop and write
+// nothing more.
+var ErrFenced = errors.New("the execution is no longer live")
+
+// FenceError says why Check refused an execution. errors.Is(err, ErrFenced)
+// and errors.Is(err, ErrStaleGeneration) hold.
+type FenceError struct {
+	Execution Execution
+	// Owner is true when the admission is fine but the session is no
+	// longer owned by the execution's daemon under its epoch (a takeover,
+	// a release, a lost lease).
+	Owner  bool
+	Reason string // e.g. "admission is unknown", "session owned by daemon 4 under epoch 7"
+}
+
+func (e *FenceError) Error() string {
+	return fmt.Sprintf("%v: admission %s (generation %d, daemon %d, owner epoch %d) in session %s: %s",
+		ErrFenced, e.Execution.AdmissionID, e.Execution.Generation, e.Execution.Daemon, e.Execution.OwnerEpoch, e.Execution.SessionID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrFenced) and errors.Is(err, ErrStaleGeneration)
+// hold: a fenced execution is a stale generation on the wire.
+func (e *FenceError) Is(target error) bool {
+	return target == ErrFenced || target == ErrStaleGeneration
+}
+
+type fenceRow struct {
+	Status       string        `db:"status"`
+	Generation   int64         `db:"generation"`
+	AdmDaemon    int64         `db:"adm_daemon"`
+	OwnerDaemon  sql.NullInt64 `db:"owner_daemon"`
+	SessionEpoch int64         `db:"owner_epoch"`
+	Interrupt    sql.NullInt64 `db:"interrupt_generation"`
+}
+
+func (e Execution) read(q store.Queryer) (fenceRow, error) {
+	var r fenceRow
+	err := q.Get(&r, `SELECT a.status, coalesce(a.execution_generation, 0) AS generation, coalesce(a.owner_epoch, 0) AS adm_daemon,
+		s.owner_daemon, s.owner_epoch, s.interrupt_generation
+		FROM session_admissions a JOIN sessions s ON s.session_id = a.target_session_id
+		WHERE a.admission_id = ? AND a.target_session_id = ?`, e.AdmissionID, e.SessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, &FenceError{Execution: e, Reason: "no such admission"}
+	}
+	return r, err
+}
+
+func (e Execution) judge(r fenceRow) error {
+	switch {
+	case r.Status != string(StatusStarted):
+		return &FenceError{Execution: e, Reason: "admission is " + r.Status}
+	case r.Generation != e.Generation:
+		return &FenceError{Execution: e, Reason: fmt.Sprintf("admission runs generation %d", r.Generation)}
+	case r.AdmDaemon != e.Daemon:
+		return &FenceError{Execution: e, Reason: fmt.Sprintf("admission was started by daemon %d", r.AdmDaemon)}
+	case !r.OwnerDaemon.Valid || r.OwnerDaemon.Int64 != e.Daemon || (e.OwnerEpoch != 0 && r.SessionEpoch != e.OwnerEpoch):
+		return &FenceError{Execution: e, Owner: true,
+			Reason: fmt.Sprintf("session owned by daemon %d under epoch %d", r.OwnerDaemon.Int64, r.SessionEpoch)}
+	}
+	return nil
+}
+
+// Check is the transactional fence: it returns nil when, in tx, the
+// admission is started with e.Generation by e.Daemon, and its session is
+// still owned by e.Daemon under e.OwnerEpoch (any epoch when 0); a
+// *FenceError (errors.Is ErrFenced and ErrStaleGeneration) otherwise. Other
+// errors are the store's. Every write of a turn runs it first in its
+// transaction, so a write of a stale execution never commits.
+func (e Execution) Check(tx store.Queryer) error {
+	r, err := e.read(tx)
+	if err != nil {
+		return err
+	}
+	return e.judge(r)
+}
+
+// CheckAnswerable is the fence of an answer to one of the execution's
+// prompts given on any daemon, from the durable state only: Check, and the
+// owner's lease is alive on the database's clock, and no session.interrupt
+// was requested for its generation. The daemon that runs the execution
+// also asks its scheduler (IsLive).
+func (e Execution) CheckAnswerable(tx store.Queryer, d cluster.Dialect) error {
+	r, err := e.read(tx)
+	if err != nil {
+		return err
+	}
+	if err := e.judge(r); err != nil {
+		return err
+	}
+	if r.Interrupt.Valid && r.Interrupt.Int64 == e.Generation {
+		return &FenceError{Execution: e, Reason: "an interrupt was requested"}
+	}
+	var live int
+	if err := tx.Get(&live, `SELECT CASE WHEN `+d.LiveDaemon("?")+` THEN 1 ELSE 0 END`, e.Daemon); err != nil {
+		return err
+	}
+	if live != 1 {
+		return &FenceError{Execution: e, Owner: true, Reason: fmt.Sprintf("the lease of daemon %d expired", e.Daemon)}
+	}
+	return nil
+}
+
+// closeTurn repairs, in tx, the transcript of a turn that did not complete
+// (transcript.Close): the synthetic results and the boundary are appended.
+// A call counts as running when a tool.running event of the admission
+// names it.
+func closeTurn(tx *store.Tx, sessionID, admissionID string, ending transcript.Ending) error {
+	var payloads []string
+	if err := tx.Select(&payloads, `SELECT payload FROM events
+		WHERE session_id = ? AND admission_id = ? AND type = 'tool.running'`, sessionID, admissionID); err != nil {
+		return err
+	}
+	var running []string
+	for _, p := range payloads {
+		var v struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
+		if json.Unmarshal([]byte(p), &v) == nil && v.ToolCallID != "" {
+			running = append(running, v.ToolCallID)
+		}
+	}
+	var ms []store.Message
+	if err := tx.Select(&ms, `SELECT id, session_id, admission_id, role, content, tool_calls, tool_call_id, kind, created_at
+		FROM messages WHERE session_id = ? AND admission_id = ? ORDER BY id`, sessionID, admissionID); err != nil {
+		return err
+	}
+	turn := make([]transcript.Entry, 0, len(ms))
+	for _, m := range ms {
+		calls, err := m.Calls()
+		if err != nil {
+			return err
+		}
+		e := transcript.Entry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID.String, Kind: m.Kind.String}
+		for _, c := range calls {
+			e.ToolCalls = append(e.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		turn = append(turn, e)
+	}
+	for _, r := range transcript.Close(turn, running, ending) {
+		if _, err := tx.AppendMessage(sessionID, admissionID, r.Role, r.Content, nil, r.ToolCallID, r.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}

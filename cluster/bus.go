@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// The channels between daemons (SCALEOUT.md).
+const (
+	// ChannelEvents carries "<session_id>:<seq>": a session event was
+	// committed. Subscribers on every daemon read the events table after
+	// their last delivered seq.
+	ChannelEvents = "sessiond_events"
+	// ChannelSessions carries "<session_id>": something the session's
+	// owner must look at (queued input, prompt answered, interrupt
+	// requested, owner changed).
+	ChannelSessions = "sessiond_sessions"
+)
+
+// Bus delivers notifications between the daemons of one store after the
+// transaction that sent them committed. A notification is a hint: the
+// receiver reads the tables. After a listener's connection was lost, fn("")
+// is called: notifications may have been missed, resync from the tables.
+//
+// On this branch the transport is in-process (every Bus of one database
+// file in this process shares it), which is exactly the SQLite semantics; on PostgreSQL it is
+// the store's Tx.Notify / DB.Listen (pg_notify and LISTEN).
+//
+// Each daemon has its own Bus. In-process, a notification is not delivered
+// to the Bus that sent it: a daemon acts on its own writes directly.
+type Bus struct {
+	db  *store.DB
+	hub *localHub // SQLite
+	id  int
+	pub *publisher // PostgreSQL
+}
+
+type localHub struct {
+	mu    sync.Mutex
+	next  int
+	buses int
+	subs  map[string]map[int]listener
+}
+
+type listener struct {
+	bus int
+	fn  func(string)
+}
+
+var (
+	hubsMu sync.Mutex
+	hubs   = map[string]*localHub{} // by database file: one database, one hub
+
+)
+
+// NewBus returns a bus on db. Close it when done.
+func NewBus(db *store.DB) *Bus {
+	if db.Driver() == store.Postgres {
+		return &Bus{db: db, pub: newPublisher(db)}
+	}
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h := hubs[db.Path()]
+	if h == nil {
+		h = &localHub{subs: map[string]map[int]listener{}}
+		hubs[db.Path()] = h
+	}
+	h.mu.Lock()
+	h.buses++
+	id := h.buses
+	h.mu.Unlock()
+	return &Bus{db: db, hub: h, id: id}
+}
+
+// Notify sends payload on channel when tx commits (never if it rolls
+// back). fn of every Listen on the channel, on every daemon of the store,
+// receives it; it must not block.
+func (b *Bus) Notify(tx *store.Tx, channel, payload string) {
+	if b.pub != nil {
+		tx.Notify(channel, payload)
+		return
+	}
+	tx.OnCommit(func() { b.hub.deliver(b.id, channel, payload) })
+}
+
+// Publish sends payload on channel outside any transaction, for what is
+// already committed (the store's event sink announcing events). It never
+// blocks: on PostgreSQL the notifications are batched into one
+// pg_notify transaction; in-process they are delivered at once.
+func (b *Bus) Publish(channel, payload string) {
+	if b.pub != nil {
+		b.pub.add(channel, payload)
+		return
+	}
+	b.hub.deliver(b.id, channel, payload)
+}
+
+// Close stops the publisher of a PostgreSQL bus after sending what it
+// holds; Listen's stops are separate.
+func (b *Bus) Close() {
+	if b.pub != nil {
+		b.pub.close()
+	}
+}
+
+// Listen calls fn with the payload of every notification on channel until
+// stop is called. fn runs on the notifying goroutine (SQLite: the store's
+// committer) and must not block.
+func (b *Bus) Listen(channel string, fn func(payload string)) (stop func()) {
+	if b.pub != nil {
+		return b.db.Listen(channel, fn)
+	}
+	h := b.hub
+	h.mu.Lock()
+	id := h.next
+	h.next++
+	if h.subs[channel] == nil {
+		h.subs[channel] = map[int]listener{}
+	}
+	h.subs[channel][id] = listener{bus: b.id, fn: fn}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(h.subs[channel], id)
+		h.mu.Unlock()
+	}
+}
+
+func (h *localHub) deliver(from int, channel, payload string) {
+	h.mu.Lock()
+	fns := make([]func(string), 0, len(h.subs[channel]))
+	for _, l := range h.subs[channel] {
+		if l.bus != from {
+			fns = append(fns, l.fn)
+		}
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(payload)
+	}
+}
+
+// publisher batches Publish on PostgreSQL: one transaction of pg_notify
+// for whatever queued up while the previous one ran. For ChannelEvents
+// only the highest seq of each session is sent (a receiver reads every
+// event after its last one anyway).
+type publisher struct {
+	db      *store.DB
+	mu      sync.Mutex
+	pending map[string]string // channel + "\x00" + key -> payload
+	order   []string
+	signal  chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newPublisher(db *store.DB) *publisher {
+	p := &publisher{db: db, pending: map[string]string{}, signal: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+func (p *publisher) add(channel, payload string) {
+	key := payload
+	if channel == ChannelEvents {
+		if i := strings.LastIndexByte(payload, ':'); i >= 0 {
+			key = payload[:i]
+		}
+	}
+	k := channel + "\x00" + key
+	p.mu.Lock()
+	old, ok := p.pending[k]
+	if !ok {
+		p.order = append(p.order, k)
+	}
+	if !ok || channel != ChannelEvents || seqOf(payload) > seqOf(old) {
+		p.pending[k] = payload
+	}
+	p.mu.Unlock()
+	select {
+	case p.signal <- struct{}{}:
+	default:
+	}
+}
+
+func seqOf(payload string) int64 {
+	i := strings.LastIndexByte(payload, ':')
+	n, _ := strconv.ParseInt(payload[i+1:], 10, 64)
+	return n
+}
+
+func (p *publisher) run() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.signal:
+		case <-p.stop:
+			p.flush()
+			return
+		}
+		p.flush()
+	}
+}
+
+func (p *publisher) flush() {
+	p.mu.Lock()
+	pending, order := p.pending, p.order
+	p.pending, p.order = map[string]string{}, nil
+	p.mu.Unlock()
+	if len(order) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// A lost batch only delays delivery: the receivers also read the
+	// tables at their next notification or resync.
+	_ = p.db.InTx(ctx, func(tx *store.Tx) error {
+		for _, k := range order {
+			ch, _, _ := strings.Cut(k, "\x00")
+			tx.Notify(ch, pending[k])
+		}
+		return nil
+	})
+}
+
+func (p *publisher) close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}

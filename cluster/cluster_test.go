@@ -1,0 +1,176 @@
+package cluster_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/fixtures/storetest"
+	"github.com/sessiond/sessiond/store"
+)
+
+func open(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), storetest.Options(t, store.Options{Synchronous: "NORMAL"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func bootEpoch(t *testing.T, db *store.DB) int64 {
+	t.Helper()
+	var id int64
+	if err := db.InTx(context.Background(), func(tx *store.Tx) error {
+		return tx.Get(&id, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (1, 'test', ?) RETURNING epoch`, store.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func live(t *testing.T, db *store.DB, id int64) bool {
+	t.Helper()
+	var n int
+	if err := db.Get(context.Background(), &n, `SELECT CASE WHEN `+cluster.DialectOf(db).LiveDaemon("?")+` THEN 1 ELSE 0 END`, id); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// fakeClock is the monotonic clock of the self-fence.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func TestLeaseIsJudgedOnTheDatabaseClock(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	id := bootEpoch(t, db)
+	if live(t, db, id) {
+		t.Fatal("a daemon that never joined is live")
+	}
+	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: time.Hour, Label: "hostA"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !live(t, db, id) || !m.Valid() {
+		t.Fatal("a daemon that joined is not live")
+	}
+	var label string
+	if err := db.Get(ctx, &label, `SELECT label FROM boot_epochs WHERE epoch = ?`, id); err != nil || label != "hostA" {
+		t.Fatalf("label %q %v", label, err)
+	}
+	// The lease is compared with the database's now, whatever the
+	// daemon's clock says.
+	if err := db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = `+cluster.DialectOf(db).NowMS()+` - 1 WHERE epoch = ?`, id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if live(t, db, id) {
+		t.Fatal("an expired lease is live")
+	}
+	if err := m.Renew(ctx); err != nil || !live(t, db, id) {
+		t.Fatalf("renewal: %v", err)
+	}
+	other := bootEpoch(t, db)
+	if _, err := cluster.Join(ctx, db, other, cluster.Options{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ExpireOthers(ctx, db, other); err != nil {
+		t.Fatal(err)
+	}
+	if live(t, db, id) || !live(t, db, other) {
+		t.Fatal("ExpireOthers")
+	}
+	if err := m.Stop(ctx); err != nil || live(t, db, id) {
+		t.Fatalf("a stopped daemon is live (%v)", err)
+	}
+}
+
+func TestSelfFenceBeforeTheLeaseCanExpire(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	id := bootEpoch(t, db)
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	var lost, renewed, beats atomic.Int32
+	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: 8 * time.Second, Now: clock.Now,
+		OnLost: func() { lost.Add(1) }, OnRenewed: func() { renewed.Add(1) }, OnBeat: func() { beats.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FenceAfter() != 6*time.Second {
+		t.Fatalf("FenceAfter %v, want 3/4 of the TTL", m.FenceAfter())
+	}
+	clock.Add(5 * time.Second)
+	if !m.Check() || lost.Load() != 0 {
+		t.Fatal("fenced before FenceAfter")
+	}
+	clock.Add(time.Second) // the renewals failed (paused, cut off) for 3/4 of the TTL
+	if m.Check() || m.Valid() || lost.Load() != 1 {
+		t.Fatalf("not fenced at FenceAfter: lost=%d", lost.Load())
+	}
+	m.Check()
+	if lost.Load() != 1 {
+		t.Fatal("OnLost ran twice")
+	}
+	m.Beat() // the store answers again
+	if renewed.Load() != 1 || beats.Load() != 1 || !m.Valid() {
+		t.Fatalf("after a renewal: renewed=%d beats=%d valid=%v", renewed.Load(), beats.Load(), m.Valid())
+	}
+}
+
+func TestBusDeliversAfterCommitOnly(t *testing.T) {
+	db := open(t)
+	a, b := cluster.NewBus(db), cluster.NewBus(db)
+	defer a.Close()
+	defer b.Close()
+	got := make(chan string, 4)
+	stop := b.Listen(cluster.ChannelSessions, func(p string) { got <- p })
+	ctx := context.Background()
+	_ = db.InTx(ctx, func(tx *store.Tx) error {
+		a.Notify(tx, cluster.ChannelSessions, "rolled-back")
+		return context.Canceled
+	})
+	if err := db.InTx(ctx, func(tx *store.Tx) error { a.Notify(tx, cluster.ChannelSessions, "s1"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	a.Publish(cluster.ChannelSessions, "s2")
+	a.Publish(cluster.ChannelEvents, "other channel")
+	for _, want := range []string{"s1", "s2"} {
+		select {
+		case p := <-got:
+			if p != want {
+				t.Fatalf("got %q, want %q", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q never arrived", want)
+		}
+	}
+	if storetest.Driver() == store.SQLite {
+		// In-process, a bus does not hear itself (PostgreSQL's LISTEN does).
+		b.Publish(cluster.ChannelSessions, "to itself")
+	}
+	stop()
+	a.Publish(cluster.ChannelSessions, "after stop")
+	select {
+	case p := <-got:
+		t.Fatalf("delivered %q", p)
+	default:
+	}
+}

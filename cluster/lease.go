@@ -1,0 +1,245 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// DefaultLeaseTTL is cluster.lease_ttl's default.
+const DefaultLeaseTTL = 10 * time.Second
+
+// Options configure a Member.
+type Options struct {
+	// TTL is the lease: another daemon may take this daemon's sessions
+	// once TTL passed on the database's clock since its last renewal.
+	// Default DefaultLeaseTTL. Heartbeats run every TTL/3.
+	TTL time.Duration
+	// Label is cluster.label, stored with the lease.
+	Label string
+	// OnLost is called (from the heartbeat goroutine) when the lease could
+	// not be renewed for FenceAfter: the daemon must stop its turns and
+	// kill their commands before anybody else may take its sessions.
+	OnLost func()
+	// OnRenewed is called after a renewal that follows OnLost.
+	OnRenewed func()
+	// OnBeat is called after every successful renewal while the lease
+	// holds (e.g. to take sessions of dead daemons).
+	OnBeat func()
+	// Now is the monotonic clock of the self-fence; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Member is one daemon's membership: its id (boot_epochs.epoch) and lease.
+type Member struct {
+	db  *store.DB
+	id  int64
+	d   Dialect
+	opt Options
+
+	mu        sync.Mutex
+	renewedAt time.Time // when the last successful renewal was sent
+	lost      bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// FenceAfter is how long after the last successful renewal was sent the
+// daemon fences itself: 3/4 of the TTL, so that it has stopped its turns
+// before the lease can have expired on the database's clock (the renewal
+// was written after it was sent), with two missed heartbeats allowed.
+func (m *Member) FenceAfter() time.Duration { return m.opt.TTL * 3 / 4 }
+
+// Join writes the lease of daemon id (its boot_epochs row must exist) and
+// returns its Member; Start runs the heartbeats.
+func Join(ctx context.Context, db *store.DB, id int64, opt Options) (*Member, error) {
+	if opt.TTL <= 0 {
+		opt.TTL = DefaultLeaseTTL
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	m := &Member{db: db, id: id, d: DialectOf(db), opt: opt}
+	if err := db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE boot_epochs SET label = ? WHERE epoch = ?`, opt.Label, id)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
+	if err := m.Renew(ctx); err != nil {
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
+	return m, nil
+}
+
+// ID is the daemon's id (its boot epoch).
+func (m *Member) ID() int64 { return m.id }
+
+// TTL is the lease's length.
+func (m *Member) TTL() time.Duration { return m.opt.TTL }
+
+// Dialect is the store's dialect.
+func (m *Member) Dialect() Dialect { return m.d }
+
+// Renew writes lease_expires_ms = the database's now + TTL. It is
+// unconditional: a daemon whose lease lapsed without anybody taking its
+// sessions keeps them (every write of its turns is fenced by the
+// session's owner_epoch, which a takeover bumps).
+func (m *Member) Renew(ctx context.Context) error {
+	sent := m.opt.Now()
+	err := m.db.InTx(ctx, func(tx *store.Tx) error {
+		res, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = `+m.d.NowMS()+` + ? WHERE epoch = ?`,
+			m.opt.TTL.Milliseconds(), m.id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("boot epoch %d is not in boot_epochs", m.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if sent.After(m.renewedAt) {
+		m.renewedAt = sent
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Valid reports whether the lease is held as far as this daemon knows (its
+// last renewal was sent less than FenceAfter ago and it has not fenced
+// itself since).
+func (m *Member) Valid() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.lost && m.opt.Now().Sub(m.renewedAt) < m.FenceAfter()
+}
+
+// Start runs the heartbeats every TTL/3 until Stop.
+func (m *Member) Start() {
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	go m.loop()
+}
+
+func (m *Member) loop() {
+	defer close(m.done)
+	period := m.opt.TTL / 3
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		// The self-fence deadline has its own timer, so that a heartbeat
+		// stuck in a slow store cannot delay it.
+		m.mu.Lock()
+		left := m.FenceAfter() - m.opt.Now().Sub(m.renewedAt)
+		m.mu.Unlock()
+		fence := time.NewTimer(max(left, time.Millisecond))
+		select {
+		case <-m.stop:
+			fence.Stop()
+			return
+		case <-fence.C:
+			m.Check()
+		case <-tick.C:
+			fence.Stop()
+			m.Beat()
+		}
+	}
+}
+
+// Check fences the daemon (OnLost, once) when its last renewal was sent
+// FenceAfter ago or more. It reports whether the lease is held.
+func (m *Member) Check() bool {
+	m.mu.Lock()
+	expired := m.opt.Now().Sub(m.renewedAt) >= m.FenceAfter()
+	fire := expired && !m.lost
+	if fire {
+		m.lost = true
+	}
+	lost := m.lost
+	m.mu.Unlock()
+	switch {
+	case fire && m.opt.OnLost != nil:
+		m.opt.Logger.Error("the lease could not be renewed in time: stopping every turn of this daemon and killing their commands (self-fencing) before another daemon may take its sessions",
+			"daemon", m.id, "lease_ttl", m.opt.TTL)
+		m.opt.OnLost()
+	case fire:
+		m.opt.Logger.Warn("the lease could not be renewed in time", "daemon", m.id, "lease_ttl", m.opt.TTL)
+	}
+	return !lost
+}
+
+// Beat is one heartbeat: check the self-fence, renew, and call OnRenewed
+// or OnBeat.
+func (m *Member) Beat() {
+	m.Check()
+	ctx, cancel := context.WithTimeout(context.Background(), m.opt.TTL/3)
+	err := m.Renew(ctx)
+	cancel()
+	if err != nil {
+		m.opt.Logger.Warn("lease renewal failed", "daemon", m.id, "err", err)
+		m.Check()
+		return
+	}
+	m.mu.Lock()
+	regained := m.lost
+	m.lost = false
+	m.mu.Unlock()
+	if regained {
+		m.opt.Logger.Warn("lease renewed after self-fencing: this daemon serves again", "daemon", m.id)
+		if m.opt.OnRenewed != nil {
+			m.opt.OnRenewed()
+		}
+	}
+	if m.opt.OnBeat != nil {
+		m.opt.OnBeat()
+	}
+}
+
+// Halt ends the heartbeats (and the self-fence timer) without giving the
+// lease up: the daemon looks paused or cut off to the others, whose
+// takeover starts when the lease expires. For tests and fault drills.
+func (m *Member) Halt() {
+	if m.stop != nil {
+		close(m.stop)
+		<-m.done
+		m.stop = nil
+	}
+}
+
+// Stop ends the heartbeats and gives the lease up (lease_expires_ms NULL):
+// whatever this daemon still owns may be taken at once.
+func (m *Member) Stop(ctx context.Context) error {
+	m.Halt()
+	err := m.db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = NULL WHERE epoch = ?`, m.id)
+		return err
+	})
+	if errors.Is(err, store.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// ExpireOthers ends the lease of every daemon but id. Only a daemon that
+// knows that no other one runs may call it: on SQLite the home lock proves
+// it (state.db lives in the locked home), so a restart takes every session
+// at once instead of waiting for the dead daemon's lease to run out.
+func ExpireOthers(ctx context.Context, db *store.DB, id int64) error {
+	return db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = NULL WHERE epoch <> ? AND lease_expires_ms IS NOT NULL`, id)
+		return err
+	})
+}
