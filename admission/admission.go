@@ -439,15 +439,12 @@ func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admi
 			}
 			return ErrNotOwner
 		}
-		var blocking []string
-		if err := tx.Select(&blocking, `SELECT status FROM session_admissions
-			WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID); err != nil {
+		switch st, err := holder(tx, sessionID); {
+		case err != nil:
 			return err
-		}
-		if len(blocking) > 0 {
-			if Status(blocking[0]) == StatusUnknown {
-				return ErrUnknownExecution
-			}
+		case st == StatusUnknown:
+			return ErrUnknownExecution
+		case st == StatusStarted:
 			return ErrSessionBusy
 		}
 		// One guarded statement takes the head of the FIFO and stamps the

@@ -15,21 +15,18 @@ import (
 // It is refused with ErrSessionBusy while an admission of the session is
 // started (a turn runs; interrupt it first) and ErrUnknownExecution while
 // one is unknown (an operator must resolve it first); queued admissions are
-// deleted with the session. The check and the delete are one transaction
-// on the single writer, so a claim racing it either lands first (then this
+// deleted with the session. The check and the delete are one write
+// transaction, so a claim racing it either lands first (then this
 // answers ErrSessionBusy) or finds nothing to claim. ErrSessionNotFound
 // when there is no such session.
 func (q *Queue) DeleteSession(ctx context.Context, sessionID string) error {
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
-		var blocking []string
-		if err := tx.Select(&blocking, `SELECT status FROM session_admissions
-			WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID); err != nil {
+		switch st, err := holder(tx, sessionID); {
+		case err != nil:
 			return err
-		}
-		if len(blocking) > 0 {
-			if Status(blocking[0]) == StatusUnknown {
-				return fmt.Errorf("%w: session %s has an unknown admission; resolve it before deleting the session", ErrUnknownExecution, sessionID)
-			}
+		case st == StatusUnknown:
+			return fmt.Errorf("%w: session %s has an unknown admission; resolve it before deleting the session", ErrUnknownExecution, sessionID)
+		case st == StatusStarted:
 			return fmt.Errorf("%w: session %s; interrupt the turn before deleting the session", ErrSessionBusy, sessionID)
 		}
 		res, err := tx.Exec(`DELETE FROM sessions WHERE session_id = ?`, sessionID)
@@ -42,4 +39,18 @@ func (q *Queue) DeleteSession(ctx context.Context, sessionID string) error {
 		return nil
 	})
 	return store.Classify(err)
+}
+
+// holder returns the status of the admission that holds sessionID's FIFO
+// (StatusStarted: a turn runs; StatusUnknown: an operator must resolve it),
+// or "" when none does. At most one admission per session is started or
+// unknown.
+func holder(tx *store.Tx, sessionID string) (Status, error) {
+	var st []Status
+	err := tx.Select(&st, `SELECT status FROM session_admissions
+		WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown') LIMIT 1`, sessionID)
+	if err != nil || len(st) == 0 {
+		return "", err
+	}
+	return st[0], nil
 }

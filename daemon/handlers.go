@@ -192,6 +192,34 @@ func (d *Daemon) resume(c *rpc.Conn, sessionID string, afterSeq *int64) (any, er
 	return rpc.AfterReply(snap, func() { release(snap.LastSeq) }), nil
 }
 
+// summaryRow is one session.list row as summarySelect reads it.
+type summaryRow struct {
+	SessionID    string  `db:"session_id"`
+	Title        string  `db:"title"`
+	Cwd          string  `db:"cwd"`
+	CreatedAt    string  `db:"created_at"`
+	Running      *string `db:"running"`
+	PendingCount int64   `db:"pending_count"`
+	UnknownCount int64   `db:"unknown_count"`
+	OpenPrompts  int64   `db:"open_prompts"`
+}
+
+func (r summaryRow) summary() rpc.SessionSummary {
+	return rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
+		Running: r.Running, PendingCount: r.PendingCount, UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts}
+}
+
+// summarySelect reads summaryRows from sessions s; callers append a WHERE
+// (and ORDER BY, LIMIT). Every subquery is an index seek: the partial
+// indexes need their WHERE terms repeated (status <> 'terminal', status =
+// 'open').
+const summarySelect = `SELECT s.session_id, s.title, s.cwd, s.created_at,
+	(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
+	(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
+	(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
+	(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
+	FROM sessions s `
+
 func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionListParams) (any, error) {
 	if p.Limit < 0 {
 		return nil, rpc.InvalidParams("limit", "must be positive")
@@ -216,25 +244,9 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionList
 	if len(conds) > 0 {
 		where = "WHERE " + strings.Join(conds, " AND ")
 	}
-	var rows []struct {
-		SessionID    string  `db:"session_id"`
-		Title        string  `db:"title"`
-		Cwd          string  `db:"cwd"`
-		CreatedAt    string  `db:"created_at"`
-		Running      *string `db:"running"`
-		PendingCount int64   `db:"pending_count"`
-		UnknownCount int64   `db:"unknown_count"`
-		OpenPrompts  int64   `db:"open_prompts"`
-	}
-	// Every subquery is an index seek: the partial indexes need their WHERE
-	// terms repeated (status <> 'terminal', status = 'open').
+	var rows []summaryRow
 	err := d.db.ReadTx(ctx, func(tx *store.Reads) error {
-		return tx.Select(&rows, `SELECT s.session_id, s.title, s.cwd, s.created_at,
-			(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
-			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
-			(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
-			(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
-			FROM sessions s `+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
+		return tx.Select(&rows, summarySelect+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
 	})
 	if err != nil {
 		return nil, err
@@ -246,9 +258,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionList
 			out.NextCursor = listCursor(last.CreatedAt, last.SessionID)
 			break
 		}
-		out.Sessions = append(out.Sessions, rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd,
-			CreatedAt: r.CreatedAt, Running: r.Running, PendingCount: r.PendingCount,
-			UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts})
+		out.Sessions = append(out.Sessions, r.summary())
 	}
 	return out, nil
 }

@@ -43,30 +43,15 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p rpc.SessionUp
 
 // sessionSummary is the session.list row of one session.
 func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (rpc.SessionSummary, error) {
-	var r struct {
-		SessionID    string  `db:"session_id"`
-		Title        string  `db:"title"`
-		Cwd          string  `db:"cwd"`
-		CreatedAt    string  `db:"created_at"`
-		Running      *string `db:"running"`
-		PendingCount int64   `db:"pending_count"`
-		UnknownCount int64   `db:"unknown_count"`
-		OpenPrompts  int64   `db:"open_prompts"`
-	}
-	err := d.db.Get(ctx, &r, `SELECT s.session_id, s.title, s.cwd, s.created_at,
-		(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
-		(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
-		(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
-		(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
-		FROM sessions s WHERE s.session_id = ?`, sessionID)
+	var r summaryRow
+	err := d.db.Get(ctx, &r, summarySelect+`WHERE s.session_id = ?`, sessionID)
 	if err != nil {
 		if _, gerr := getSession(d.db.Reads(ctx), sessionID); gerr != nil {
 			return rpc.SessionSummary{}, wireErr(gerr)
 		}
 		return rpc.SessionSummary{}, wireErr(err)
 	}
-	return rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
-		Running: r.Running, PendingCount: r.PendingCount, UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts}, nil
+	return r.summary(), nil
 }
 
 func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p rpc.SessionDeleteParams) (any, error) {
