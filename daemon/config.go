@@ -41,6 +41,9 @@ type Config struct {
 	// AllowedHosts lists extra Host header names accepted besides loopback
 	// addresses and "localhost" (anti DNS-rebinding).
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Auth chooses the daemon token (auth.go): token_file for daemons
+	// sharing a store.
+	Auth AuthConfig `yaml:"auth"`
 }
 
 // ModelConfig is the default model wire for new sessions.

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -139,7 +137,15 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, start: time.Now().UTC(),
+	token, created, err := LoadToken(cfg.Auth.tokenPath(opt.Home))
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	if created {
+		log.Info("created the token file auth.token_file: copy it to every daemon sharing this store", "path", cfg.Auth.tokenPath(opt.Home))
+	}
+	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, token: token, start: time.Now().UTC(),
 		conns: map[*rpc.Conn]struct{}{}, revoked: map[string]bool{}, done: make(chan struct{})}
 	d.metrics = newMetrics(d)
 	defer func() {
@@ -231,11 +237,6 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	tok := make([]byte, 32)
-	if _, err := rand.Read(tok); err != nil {
-		return nil, err
-	}
-	d.token = hex.EncodeToString(tok)
 	d.desc = Descriptor{PID: os.Getpid(), URL: "ws://" + d.ln.Addr().String() + "/rpc", Token: d.token,
 		Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch, StartedAt: store.FormatTime(d.start)}
 	go func() {

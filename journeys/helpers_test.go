@@ -32,12 +32,12 @@ func (e storedEvent) String() string {
 }
 
 // storedEventsAfter returns the durable events of sessionID with seq >
-// after, in seq order, as the store holds them.
+// after, in seq order, as the store holds them (SQLite or PostgreSQL).
 func storedEventsAfter(t *testing.T, db *sqlx.DB, sessionID string, after int64) []storedEvent {
 	t.Helper()
 	var evs []storedEvent
-	if err := db.Select(&evs, `SELECT seq, type, admission_id, execution_generation, CAST(payload AS TEXT) AS payload
-		FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, after); err != nil {
+	if err := db.Select(&evs, db.Rebind(`SELECT seq, type, admission_id, execution_generation, CAST(payload AS TEXT) AS payload
+		FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`), sessionID, after); err != nil {
 		t.Fatalf("reading events of %s: %v", sessionID, err)
 	}
 	return evs

@@ -7,9 +7,24 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/fixtures/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(fixtures.Main(m)) }
+// TestMain runs the journeys, then stops the package's private PostgreSQL
+// servers (started by the first cluster journey or benchmark) and removes
+// the binaries the harness built.
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	for _, stop := range stopAtExit {
+		stop()
+	}
+	fixtures.CleanupBinaries()
+	os.Exit(code)
+}
+
+// clusterDSN is a fresh database on the package's private PostgreSQL
+// cluster, dropped when t ends (after the daemons using it are killed).
+func clusterDSN(t *testing.T) string { return pgtest.DSN(t) }
 
 // wait is the deadline for "it happens soon" polls; generous for -race on
 // two cores.

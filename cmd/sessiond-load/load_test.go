@@ -13,9 +13,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/fixtures/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(fixtures.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	fixtures.CleanupBinaries()
+	os.Exit(code)
+}
 
 // runLoad runs the tool in-process with args and decodes its --json report.
 func runLoad(t *testing.T, args ...string) (Report, int, string) {
@@ -144,6 +149,12 @@ func TestUnreachableHomeAndBadFlags(t *testing.T) {
 		{"--spawn", "x", "--mix", "submit=1,fly=2"},
 		{"--spawn", "x", "--jitter", "1"},
 		{"--home", "x", "--config-extra", "limits: {}"},
+		{"--spawn", "x", "--daemons", "2"},                // several daemons need a shared store
+		{"--spawn", "x", "--daemons", "0"},                // at least one
+		{"--home", "x", "--store-dsn", "postgres://h/db"}, // --spawn only
+		{"--home", "x", "--daemons", "2"},                 // --spawn only: list the homes instead
+		{"--spawn", "x", "--store-dsn", "postgres://h/db", "--lease-ttl", "0"},
+		{"--home", ","}, // no directory
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), args, &out, &errOut); code != exitUsage {
@@ -172,5 +183,42 @@ func TestMergeConfig(t *testing.T) {
 	}
 	if _, err := mergeConfig(baseConfig("u", 1), "limits: [1"); err == nil {
 		t.Error("bad YAML accepted")
+	}
+}
+
+// TestMixedOverDaemonsSharingPostgreSQL spawns two daemons on one
+// PostgreSQL database (issue 17): clients are dealt over both, sessions
+// created through one are used through the other, every turn completes and
+// the report names both daemons; the DSN's password never shows.
+func TestMixedOverDaemonsSharingPostgreSQL(t *testing.T) {
+	bin := fixtures.BuildBinaries(t)
+	dsn := pgtest.DSN(t)
+	rep, code, stderr := runLoad(t, "--spawn", bin, "--daemons", "2", "--store-dsn", dsn, "--lease-ttl", "3",
+		"--clients", "4", "--duration", "2s", "--rate", "10", "--mix", "submit=60,resume=25,duplicate=10,create=5")
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s\nunexpected errors %d: rpc %+v transport %+v checks %+v; turns %+v; daemons %+v (exit %v)",
+			code, stderr, rep.UnexpectedErrors, rep.RPCErrors, rep.TransportErrors, rep.CheckFailures, rep.Turns, rep.Daemon, rep.Daemon.ExitCode)
+	}
+	if rep.Daemon.Count != 2 || len(rep.Daemon.URLs) != 2 || rep.Daemon.URLs[0] == rep.Daemon.URLs[1] || len(rep.Daemon.Homes) != 2 {
+		t.Errorf("daemons: %+v", rep.Daemon)
+	}
+	if !strings.Contains(rep.Daemon.Config, "driver: postgres") || !strings.Contains(rep.Daemon.Config, "lease_ttl: 3") ||
+		!strings.Contains(rep.Daemon.Config, "token_file:") {
+		t.Errorf("config of the spawned daemons:\n%s", rep.Daemon.Config)
+	}
+	if rep.UnexpectedErrors != 0 || rep.Turns.Submitted == 0 || rep.Turns.Completed != rep.Turns.Submitted || rep.Turns.Failed != 0 {
+		t.Errorf("errors %d (rpc %+v, transport %+v, checks %+v), turns %+v", rep.UnexpectedErrors, rep.RPCErrors,
+			rep.TransportErrors, rep.CheckFailures, rep.Turns)
+	}
+	checkDaemon(t, rep, true)
+}
+
+func TestRedactDSN(t *testing.T) {
+	dsn := "postgres://app:s3cret@db:5432/x?sslmode=disable"
+	if got := redactDSN("dsn: "+dsn+"\n", dsn); strings.Contains(got, "s3cret") || !strings.Contains(got, "app:xxxxx@db:5432") {
+		t.Errorf("redacted: %q", got)
+	}
+	if got := redactDSN("dsn: postgres://db/x", "postgres://db/x"); got != "dsn: postgres://db/x" {
+		t.Errorf("no password: %q", got)
 	}
 }

@@ -38,7 +38,9 @@ const usage = `sessiond-load — load generator for sessiond
 
 Usage:
   sessiond-load --spawn PATH/TO/sessiond [flags]   own daemon on a temporary home
-  sessiond-load --home DIR [flags]                 a running daemon (HOME/daemon.json)
+  sessiond-load --spawn PATH/TO/sessiond --daemons N --store-dsn URL [flags]
+                                                   N daemons sharing one PostgreSQL
+  sessiond-load --home DIR[,DIR...] [flags]        running daemon(s) (HOME/daemon.json)
 
 With --spawn, the daemon runs on a fresh temporary home whose config.yaml
 points at this tool's in-process fake model (approvals.mode off,
@@ -48,6 +50,15 @@ panics and data races. With --home, sessions are still created against the
 tool's fake model (session.create with model, provider custom and base_url),
 so no real model is ever called; they stay in that home's store, so use a
 scratch home.
+
+Several daemons (issue 17, docs/scale-out.md): with --daemons N and
+--store-dsn URL, --spawn starts N daemons, each on its own temporary home,
+all with store: {driver: postgres, dsn: URL}, cluster: {lease_ttl:
+--lease-ttl} and one auth.token_file in a temporary directory; with --home
+DIR,DIR,... the tool targets daemons already running on those homes (they
+must share a store and a token). Clients, and the setup's connections, are
+dealt round-robin over the daemons. Memory and CPU figures are the first
+daemon's. Use an empty database: the run's sessions stay in it.
 
 Modes:
   mixed   (default) every client loops at --rate ops/s (open loop: each
@@ -90,7 +101,11 @@ type options struct {
 	think          time.Duration
 	chunkDelay     time.Duration
 	home           string
+	homes          []string // --home split on commas
 	spawn          string
+	daemons        int
+	storeDSN       string
+	leaseTTL       int
 	configExtra    string
 	keepHome       bool
 	jsonOut        bool
@@ -157,6 +172,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.chunkDelay, "chunk-delay", 0, "fake model: delay between streamed chunks")
 	fs.StringVar(&o.home, "home", "", "target the daemon running on this home (reads HOME/daemon.json)")
 	fs.StringVar(&o.spawn, "spawn", "", "start this sessiond binary on a temporary home and stop it (SIGTERM) at the end")
+	fs.IntVar(&o.daemons, "daemons", 1, "--spawn: number of daemons, each on its own home, sharing --store-dsn (more than 1 needs --store-dsn)")
+	fs.StringVar(&o.storeDSN, "store-dsn", "", "--spawn: PostgreSQL URL every spawned daemon uses as its store (store: {driver: postgres, dsn})")
+	fs.IntVar(&o.leaseTTL, "lease-ttl", 10, "--spawn with --store-dsn: cluster.lease_ttl of the daemons, in seconds")
 	fs.StringVar(&o.configExtra, "config-extra", "", "--spawn: YAML merged into the daemon's config.yaml, e.g. 'limits: {max_concurrent_turns: 32}'")
 	fs.BoolVar(&o.keepHome, "keep-home", false, "--spawn: keep the temporary home (state.db, sessiond.stderr) and print its path")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as one JSON object")
@@ -195,8 +213,24 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return bad("--tools must be in [0, 1]")
 	case o.configExtra != "" && o.spawn == "":
 		return bad("--config-extra applies to --spawn only")
+	case o.daemons < 1:
+		return bad("--daemons must be at least 1")
+	case (o.daemons > 1 || o.storeDSN != "") && o.spawn == "":
+		return bad("--daemons and --store-dsn apply to --spawn only (with --home, list the homes: --home DIR,DIR)")
+	case o.daemons > 1 && o.storeDSN == "":
+		return bad("--daemons %d needs --store-dsn: daemons share sessions only through one PostgreSQL store", o.daemons)
+	case o.leaseTTL < 1:
+		return bad("--lease-ttl must be at least 1")
 	case o.dialWorkers < 1 || o.createWorkers < 1:
 		return bad("--dial-concurrency and --create-concurrency must be at least 1")
+	}
+	for _, h := range strings.Split(o.home, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			o.homes = append(o.homes, h)
+		}
+	}
+	if o.home != "" && len(o.homes) == 0 {
+		return bad("--home names no directory")
 	}
 	if o.sessions < 0 {
 		switch o.mode {
@@ -264,38 +298,74 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer model.Close()
 
-	var desc descriptor
-	var sp *spawnedDaemon
+	var descs []descriptor
+	var spawned []*spawnedDaemon
 	if o.spawn != "" {
-		cfg, err := mergeConfig(baseConfig(model.URL(), o.clients), o.configExtra)
+		base := baseConfig(model.URL(), o.clients)
+		if o.storeDSN != "" {
+			tokenDir, err := os.MkdirTemp("", "sessiond-load-token-")
+			if err != nil {
+				return failf("%v", err)
+			}
+			defer os.RemoveAll(tokenDir)
+			tokenFile := filepath.Join(tokenDir, "token")
+			if err := writeTokenFile(tokenFile); err != nil {
+				return failf("%v", err)
+			}
+			base["store"] = map[string]any{"driver": "postgres", "dsn": o.storeDSN}
+			base["cluster"] = map[string]any{"lease_ttl": o.leaseTTL}
+			base["auth"] = map[string]any{"token_file": tokenFile}
+		}
+		cfg, err := mergeConfig(base, o.configExtra)
 		if err != nil {
 			return failf("%v", err)
 		}
-		logf("spawning %s", o.spawn)
-		sp, desc, err = spawn(ctx, o.spawn, cfg, o.readyTimeout)
-		if sp != nil {
-			defer func() {
-				if !o.keepHome {
-					os.RemoveAll(sp.home)
-				}
-			}()
+		for i := range o.daemons {
+			logf("spawning %s (%d of %d)", o.spawn, i+1, o.daemons)
+			sp, desc, err := spawn(ctx, o.spawn, cfg, o.readyTimeout)
+			if sp != nil {
+				spawned = append(spawned, sp)
+				defer func() {
+					if !o.keepHome {
+						os.RemoveAll(sp.home)
+					}
+				}()
+				defer sp.stop(30 * time.Second) // returns at once when already stopped
+			}
+			if err != nil {
+				return failf("%v", err)
+			}
+			descs = append(descs, desc)
+			rep.Daemon.Homes = append(rep.Daemon.Homes, sp.home)
 		}
-		if err != nil {
-			return failf("%v", err)
-		}
-		rep.Daemon.Spawned, rep.Daemon.Home, rep.Daemon.Config = true, sp.home, string(cfg)
-		defer sp.stop(30 * time.Second) // returns at once when already stopped
+		rep.Daemon.Spawned, rep.Daemon.Home, rep.Daemon.Config = true, spawned[0].home, redactDSN(string(cfg), o.storeDSN)
 	} else {
-		home, err := filepath.Abs(o.home)
-		if err != nil {
-			return failf("--home: %v", err)
+		for _, h := range o.homes {
+			home, err := filepath.Abs(h)
+			if err != nil {
+				return failf("--home: %v", err)
+			}
+			desc, err := readDescriptor(home)
+			if err != nil {
+				return failf("%v", err)
+			}
+			descs = append(descs, desc)
+			rep.Daemon.Homes = append(rep.Daemon.Homes, home)
 		}
-		if desc, err = readDescriptor(home); err != nil {
-			return failf("%v", err)
-		}
-		rep.Daemon.Home = home
+		rep.Daemon.Home = rep.Daemon.Homes[0]
 	}
+	rep.Daemon.Count = len(descs)
+	if len(descs) == 1 {
+		rep.Daemon.Homes = nil
+	}
+	desc := descs[0]
 	rep.Daemon.URL = desc.URL
+	for _, d := range descs {
+		rep.Daemon.URLs = append(rep.Daemon.URLs, d.URL)
+	}
+	if len(descs) == 1 {
+		rep.Daemon.URLs = nil
+	}
 
 	ctl, err := dial(ctx, desc, 10*time.Second, nil)
 	if err != nil {
@@ -316,7 +386,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(cwd)
 
 	mem := startSampler(info.PID)
-	r := &runner{o: o, desc: desc, st: newStats(), mem: mem, cwd: cwd, modelURL: model.URL(), pid: info.PID,
+	r := &runner{o: o, descs: descs, st: newStats(), mem: mem, cwd: cwd, modelURL: model.URL(), pid: info.PID,
 		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36), logf: logf, rep: rep}
 	runErr := r.run(ctx)
 	mem.stop()
@@ -324,12 +394,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rep.ModelRequests = model.ChatRequests()
 	rep.LoadAvgEnd = loadAvg()
 
-	if sp != nil {
-		logf("stopping the daemon (SIGTERM)")
+	for i, sp := range spawned {
+		logf("stopping the daemon %d (SIGTERM)", i+1)
 		code, killed := sp.stop(30 * time.Second)
-		rep.Daemon.ExitCode = &code
-		rep.Daemon.Killed = killed
-		rep.Daemon.CrashMarkers = sp.crashMarkers()
+		if rep.Daemon.ExitCode == nil || code != 0 {
+			rep.Daemon.ExitCode = &code
+		}
+		rep.Daemon.Killed = rep.Daemon.Killed || killed
+		rep.Daemon.CrashMarkers = append(rep.Daemon.CrashMarkers, sp.crashMarkers()...)
 		if o.keepHome {
 			logf("kept the daemon's home %s (stderr in sessiond.stderr)", sp.home)
 		}

@@ -66,11 +66,17 @@ type Report struct {
 
 // DaemonReport describes the target daemon.
 type DaemonReport struct {
-	URL          string   `json:"url"`
-	PID          int      `json:"pid"`
-	Version      string   `json:"version"`
-	Home         string   `json:"home"`
-	Spawned      bool     `json:"spawned"`
+	URL     string `json:"url"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	Home    string `json:"home"`
+	Spawned bool   `json:"spawned"`
+	// Count is the number of daemons the clients were dealt over; URLs and
+	// Homes list them when there are several (URL, Home, PID and the
+	// memory figures are the first one's).
+	Count        int      `json:"count"`
+	URLs         []string `json:"urls,omitempty"`
+	Homes        []string `json:"homes,omitempty"`
 	Config       string   `json:"config,omitempty"`    // the spawned daemon's config.yaml
 	ExitCode     *int     `json:"exit_code,omitempty"` // spawned: after SIGTERM (-1: killed by a signal)
 	Killed       bool     `json:"killed,omitempty"`    // spawned: did not stop within 30 s and was SIGKILLed
@@ -228,6 +234,9 @@ func (r *Report) writeText(w io.Writer) {
 		how = "spawned, temporary home " + r.Daemon.Home
 	}
 	p("  daemon pid %d, version %s, %s (%s)", r.Daemon.PID, r.Daemon.Version, r.Daemon.URL, how)
+	if r.Daemon.Count > 1 {
+		p("  %d daemons sharing one store, clients dealt round-robin: %s", r.Daemon.Count, strings.Join(r.Daemon.URLs, " "))
+	}
 	p("  load average %.2f %.2f %.2f at start, %.2f %.2f %.2f at end; RLIMIT_NOFILE %d",
 		r.LoadAvgStart[0], r.LoadAvgStart[1], r.LoadAvgStart[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2], r.NoFileLimit)
 	if su := r.Setup; su.SessionsCreated > 0 {

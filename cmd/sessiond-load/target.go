@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,4 +264,29 @@ func (s *spawnedDaemon) crashMarkers() []string {
 		}
 	}
 	return out
+}
+
+// writeTokenFile writes a fresh random token (64 hex characters) to path,
+// mode 0600: the auth.token_file of spawned daemons sharing a store.
+func writeTokenFile(path string) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600)
+}
+
+// redactDSN replaces dsn's password in text by "xxxxx" (the report quotes
+// the spawned daemons' config.yaml).
+func redactDSN(text, dsn string) string {
+	u, err := url.Parse(dsn)
+	if dsn == "" || err != nil || u.User == nil {
+		return text
+	}
+	if _, ok := u.User.Password(); !ok {
+		return text
+	}
+	red := *u
+	red.User = url.UserPassword(u.User.Username(), "xxxxx")
+	return strings.ReplaceAll(text, dsn, red.String())
 }

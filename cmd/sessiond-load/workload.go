@@ -14,10 +14,11 @@ import (
 	"github.com/sessiond/sessiond/rpc"
 )
 
-// runner runs one workload against one daemon.
+// runner runs one workload against one daemon, or several daemons sharing
+// a store (clients are dealt round-robin over descs).
 type runner struct {
 	o        options
-	desc     descriptor
+	descs    []descriptor
 	st       *stats
 	mem      *sampler
 	cwd      string // session.create cwd: a temporary directory
@@ -58,6 +59,10 @@ const (
 	mConnect   = "connect"
 )
 
+// descFor is the daemon of client (or setup worker) i: round-robin over
+// the daemons.
+func (r *runner) descFor(i int) descriptor { return r.descs[i%len(r.descs)] }
+
 func (r *runner) createParams() rpc.SessionCreateParams {
 	return rpc.SessionCreateParams{Cwd: r.cwd, Model: fakemodel.ModelName, Provider: "custom", BaseURL: r.modelURL,
 		Title: "sessiond-load", Source: "load"}
@@ -86,7 +91,7 @@ func (r *runner) createSessions(ctx context.Context, n int) ([]string, error) {
 		return fmt.Sprintf("created %d/%d sessions (%.0f/s)", d, n, float64(d)/time.Since(start).Seconds())
 	})
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -98,7 +103,7 @@ func (r *runner) createSessions(ctx context.Context, n int) ([]string, error) {
 				mu.Unlock()
 				cancel()
 			}
-			c, err := dial(ctx, r.desc, 10*time.Second, nil)
+			c, err := dial(ctx, r.descFor(w), 10*time.Second, nil)
 			if err != nil {
 				fail(fmt.Errorf("connect: %w", err))
 				return
@@ -386,7 +391,7 @@ func (c *client) connection(ctx context.Context) (*rpc.Client, error) {
 	if conn != nil {
 		conn.Close()
 	}
-	conn, err := dial(ctx, c.r.desc, 10*time.Second, c.onNote)
+	conn, err := dial(ctx, c.r.descFor(c.id), 10*time.Second, c.onNote)
 	if err != nil {
 		return nil, err
 	}
@@ -650,7 +655,7 @@ func (r *runner) idle(ctx context.Context) error {
 			return
 		}
 		due := time.Now()
-		c, err := dial(ctx, r.desc, r.o.callTimeout, nil)
+		c, err := dial(ctx, r.descFor(i), r.o.callTimeout, nil)
 		r.st.op(mConnect, due, due, err)
 		if err != nil {
 			return
@@ -733,7 +738,7 @@ func (r *runner) resumeMode(ctx context.Context) error {
 	t0 := time.Now()
 	var connErr atomic.Pointer[error]
 	forEach(n, r.o.dialWorkers, func(i int) {
-		c, err := dial(ctx, r.desc, 10*time.Second, nil)
+		c, err := dial(ctx, r.descFor(i), 10*time.Second, nil)
 		if err != nil {
 			connErr.CompareAndSwap(nil, &err)
 			return

@@ -39,6 +39,9 @@ $XDG_STATE_HOME/sessiond, else ~/.local/state/sessiond. It is created with
 mode 0700 and holds config.yaml (optional), state.db (SQLite) and, while the
 daemon runs, daemon.json: {"pid", "url", "token", "protocol", "version",
 "boot_epoch", "started_at"}. Clients read the URL and the token from it.
+The token is fresh at every start, unless config.yaml names auth:
+{token_file: PATH}: a 0600 file holding the token (created when missing),
+so that daemons sharing a store accept one token (docs/scale-out.md).
 
 The store is SQLite (state.db in the home) unless config.yaml says
 store: {driver: postgres, dsn: postgres://USER:PASSWORD@HOST:PORT/DBNAME},
