@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/fixtures/pgtest"
+)
+
+// Adversarial tests of the cluster (issue 17), on a real PostgreSQL: each
+// one names the promise it attacks.
+
+// listenPIDs returns the backends of the daemon whose DSN carries
+// application_name app that hold its LISTEN connection.
+func listenPIDs(t *testing.T, d *Daemon, app string) []int64 {
+	t.Helper()
+	var pids []int64
+	if err := d.db.Select(context.Background(), &pids, `SELECT pid FROM pg_stat_activity
+		WHERE application_name = ? AND datname = current_database() AND query LIKE 'LISTEN%'`, app); err != nil {
+		t.Fatal(err)
+	}
+	return pids
+}
+
+// TestAttackClusterListenResyncWakesOwnedQueue: an input submitted on B for
+// a session that A owns is announced to A on ChannelSessions. When A's
+// LISTEN connection is down at that moment, the notification is lost; A's
+// listener comes back and calls fn("") (resync from the tables). The
+// resync must make A schedule the queued input of the sessions it owns:
+// nobody else may run it (A is alive, B may not take the session), so a
+// resync that only looks at running turns, prompts and orphans leaves the
+// acknowledged input queued forever.
+func TestAttackClusterListenResyncWakesOwnedQueue(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	m := fixtures.NewFakeModel(t)
+	m.On("one", fixtures.Reply{Text: "r1"})
+	m.On("two", fixtures.Reply{Text: "r2"})
+	a := startClusterDaemon(t, sharedStore{dsn: dsn + "&application_name=attackA"}, m, "")
+	b := startClusterDaemon(t, sharedStore{dsn: dsn + "&application_name=attackB"}, m, "")
+	ca := fixtures.Dial(t, a.desc.URL, a.token)
+	cb := fixtures.Dial(t, b.desc.URL, b.token)
+	ctx := context.Background()
+	var snap struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := ca.Call(ctx, "session.create", map[string]any{"cwd": t.TempDir()}, &snap); err != nil {
+		t.Fatal(err)
+	}
+	sid := snap.SessionID
+	if err := cb.Call(ctx, "session.resume", map[string]any{"session_id": sid, "after_seq": 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	one := submit(t, ca, sid, "in-1", "one")
+	cb.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "completed"))
+	var owner int64
+	if err := b.db.Get(ctx, &owner, `SELECT owner_daemon FROM sessions WHERE session_id = ?`, sid); err != nil || owner != a.epoch {
+		t.Fatalf("owner of the session = %d (%v), want A (%d)", owner, err, a.epoch)
+	}
+
+	// A's LISTEN connection goes down and cannot come back for a while
+	// (the database refuses new connections; pooled ones stay).
+	var dbname string
+	if err := b.db.Get(ctx, &dbname, `SELECT current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := pgtest.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtures.Eventually(t, clusterWait, "A listens", func() bool { return len(listenPIDs(t, b, "attackA")) > 0 })
+	if err := pg.Exec(ctx, `ALTER DATABASE "`+dbname+`" ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	allow := func() {
+		if err := pg.Exec(ctx, `ALTER DATABASE "`+dbname+`" ALLOW_CONNECTIONS true`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pid := range listenPIDs(t, b, "attackA") {
+		if err := pg.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			allow()
+			t.Fatal(err)
+		}
+	}
+	fixtures.Eventually(t, clusterWait, "A's LISTEN backend gone", func() bool { return len(listenPIDs(t, b, "attackA")) == 0 })
+
+	two := submit(t, cb, sid, "in-2", "two")
+	if two.Status != "queued" {
+		allow()
+		t.Fatalf("submit on B: %+v", two)
+	}
+	allow()
+	fixtures.Eventually(t, clusterWait, "A listens again", func() bool { return len(listenPIDs(t, b, "attackA")) > 0 })
+	cb.WaitEvent(t, clusterWait, turnCompleted(two.AdmissionID, "completed"))
+	if _, _, daemon := (&clusterEnv{b: b}).admissionRow(t, two.AdmissionID); daemon != a.epoch {
+		t.Fatalf("in-2 ran on daemon %d, want A (%d), the owner", daemon, a.epoch)
+	}
+	if n := m.ChatRequests(); n != 2 {
+		t.Fatalf("the model got %d requests, want 2", n)
+	}
+	durableSeqs(t, cb, sid)
+}
