@@ -2,7 +2,14 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
@@ -99,5 +106,135 @@ func TestAttackClusterListenResyncWakesOwnedQueue(t *testing.T) {
 	if n := m.ChatRequests(); n != 2 {
 		t.Fatalf("the model got %d requests, want 2", n)
 	}
+	durableSeqs(t, cb, sid)
+}
+
+// logBuffer is a daemon's log, read by tests.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startLoggedClusterDaemon is startClusterDaemon with its log kept.
+func startLoggedClusterDaemon(t *testing.T, dsn string, m *fixtures.FakeModel) (*Daemon, *logBuffer) {
+	t.Helper()
+	home := t.TempDir()
+	cfg := fixtures.FakeModelConfig(m, "cluster: {lease_ttl: 3}\n"+fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", dsn))
+	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	d, err := Start(context.Background(), Options{Home: home, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	return d, logs
+}
+
+// TestAttackClusterCatchUpRetriesAfterReadError: a subscriber on B gets
+// the events A commits through B's catch-up, which reads them from the
+// events table when A announces them. When that read fails (the database
+// is briefly unreachable from B: a restart, a failover, a dropped pool
+// connection) the events must still reach the subscriber once the
+// database is back, although nothing more happens in the session: a
+// client must not wait forever for the turn.completed of a turn that
+// completed.
+func TestAttackClusterCatchUpRetriesAfterReadError(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	pg, err := pgtest.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := fixtures.NewGate()
+	t.Cleanup(g.Release)
+	m := fixtures.NewFakeModel(t)
+	m.On("one", fixtures.Reply{Text: "r1", Gate: g})
+	a := startClusterDaemon(t, sharedStore{dsn: dsn + "&application_name=attackA"}, m, "")
+	b, blog := startLoggedClusterDaemon(t, dsn+"&application_name=attackB", m)
+	ca := fixtures.Dial(t, a.desc.URL, a.token)
+	cb := fixtures.Dial(t, b.desc.URL, b.token)
+	ctx := context.Background()
+	var snap struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := ca.Call(ctx, "session.create", map[string]any{"cwd": t.TempDir()}, &snap); err != nil {
+		t.Fatal(err)
+	}
+	sid := snap.SessionID
+	if err := cb.Call(ctx, "session.resume", map[string]any{"session_id": sid, "after_seq": 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.Call(ctx, "session.resume", map[string]any{"session_id": sid, "after_seq": 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	one := submit(t, ca, sid, "in-1", "one")
+	<-g.Waiting()
+
+	// B's pooled connections die and no new one is allowed; its LISTEN
+	// connection stays, so B hears A's announcements.
+	var dbname string
+	if err := b.db.Get(ctx, &dbname, `SELECT current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Exec(ctx, `ALTER DATABASE "`+dbname+`" ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	allowed := false
+	allow := func() {
+		if !allowed {
+			allowed = true
+			if err := pg.Exec(ctx, `ALTER DATABASE "`+dbname+`" ALLOW_CONNECTIONS true`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(allow)
+	if err := pg.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = 'attackB' AND datname = $1 AND query NOT LIKE 'LISTEN%'`, dbname); err != nil {
+		t.Fatal(err)
+	}
+	g.Release()
+	last := ca.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "completed"))
+	fixtures.Eventually(t, clusterWait, "B hears of A's last event", func() bool {
+		b.hub.mu.Lock()
+		defer b.hub.mu.Unlock()
+		return b.hub.seen[sid] >= *last.Seq
+	})
+	// Make sure that B's catch-up has read (and failed to read) after the
+	// last announcement: one more attempt, then a marker behind it in the
+	// catch-up's queue.
+	b.hub.remoteEvent(fmt.Sprintf("%s:%d", sid, *last.Seq))
+	catchUpIdle := func() bool {
+		b.hub.mu.Lock()
+		defer b.hub.mu.Unlock()
+		return len(b.hub.behind) == 0
+	}
+	fixtures.Eventually(t, clusterWait, "B's catch-up takes the session", catchUpIdle)
+	b.hub.mu.Lock()
+	b.hub.markBehindLocked("ses_marker")
+	b.hub.mu.Unlock()
+	fixtures.Eventually(t, clusterWait, "B's catch-up read the session", catchUpIdle)
+	if !strings.Contains(blog.String(), "read events committed by another daemon") {
+		t.Fatalf("B's catch-up did not fail while the database refused it; log:\n%s", blog.String())
+	}
+	allow()
+	cb.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "completed"))
 	durableSeqs(t, cb, sid)
 }
