@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiond/sessiond/store"
@@ -157,6 +158,8 @@ type publisher struct {
 	signal  chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+	// failures counts the batches whose transaction failed (tests).
+	failures atomic.Int64
 }
 
 func newPublisher(db *store.DB) *publisher {
@@ -220,13 +223,15 @@ func (p *publisher) flush() {
 	defer cancel()
 	// A lost batch only delays delivery: the receivers also read the
 	// tables at their next notification or resync.
-	_ = p.db.InTx(ctx, func(tx *store.Tx) error {
+	if err := p.db.InTx(ctx, func(tx *store.Tx) error {
 		for _, k := range order {
 			ch, _, _ := strings.Cut(k, "\x00")
 			tx.Notify(ch, pending[k])
 		}
 		return nil
-	})
+	}); err != nil {
+		p.failures.Add(1)
+	}
 }
 
 func (p *publisher) close() {
