@@ -37,7 +37,9 @@ func TestAttackClusterPublishSurvivesAFailedBatch(t *testing.T) {
 	}
 	sender, receiver := openPG("attackpub"), openPG("attacksub")
 	got := make(chan string, 16)
-	stop := NewBus(receiver).Listen(ChannelEvents, func(p string) {
+	rbus := NewBus(receiver)
+	defer rbus.Close()
+	stop := rbus.Listen(ChannelEvents, func(p string) {
 		if p != "" {
 			got <- p
 		}
