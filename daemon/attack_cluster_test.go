@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
+	"github.com/sessiond/sessiond/rpc"
 )
 
 // Adversarial tests of the cluster (issue 17), on a real PostgreSQL: each
@@ -237,4 +238,54 @@ func TestAttackClusterCatchUpRetriesAfterReadError(t *testing.T) {
 	allow()
 	cb.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "completed"))
 	durableSeqs(t, cb, sid)
+}
+
+// TestAttackClusterSameInputOnTwoDaemonsAtOnce: clients on A and on B
+// submit the same input_id (a retry that went to both daemons behind a
+// load balancer) at the same moment, round after round. Each round admits
+// one input: both receipts name the same admission, one of them
+// duplicate, and the model gets each text exactly once, in submit order.
+func TestAttackClusterSameInputOnTwoDaemonsAtOnce(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		e := newClusterEnv(t, st, func(m *fixtures.FakeModel) { m.Default(fixtures.Reply{Text: "ok"}) })
+		const rounds = 12
+		var last string
+		for i := range rounds {
+			input, text := fmt.Sprintf("in-%d", i), fmt.Sprintf("text %d", i)
+			recs := make([]rpc.Receipt, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for j, c := range []*fixtures.Client{e.ca, e.cb} {
+				wg.Go(func() {
+					errs[j] = c.Call(context.Background(), rpc.MethodPromptSubmit,
+						map[string]any{"session_id": e.sid, "input_id": input, "text": text}, &recs[j])
+				})
+			}
+			wg.Wait()
+			for j := range errs {
+				if errs[j] != nil {
+					t.Fatalf("round %d: submit on daemon %d: %v", i, j, errs[j])
+				}
+			}
+			if recs[0].AdmissionID != recs[1].AdmissionID || recs[0].Duplicate == recs[1].Duplicate {
+				t.Fatalf("round %d: receipts %+v and %+v, want one admission, one duplicate", i, recs[0], recs[1])
+			}
+			last = recs[0].AdmissionID
+		}
+		e.cb.WaitEvent(t, clusterWait, turnCompleted(last, "completed"))
+		var n int
+		if err := e.b.db.Get(context.Background(), &n, `SELECT count(*) FROM session_admissions WHERE target_session_id = ?`, e.sid); err != nil || n != rounds {
+			t.Fatalf("%d admissions (%v), want %d", n, err, rounds)
+		}
+		reqs := e.m.Requests()
+		if len(reqs) != rounds {
+			t.Fatalf("the model got %d requests, want %d", len(reqs), rounds)
+		}
+		for i, r := range reqs {
+			if got, want := r.LastUserText(), fmt.Sprintf("text %d", i); got != want {
+				t.Fatalf("request %d is %q, want %q", i, got, want)
+			}
+		}
+		durableSeqs(t, e.cb, e.sid)
+	})
 }
