@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,6 +287,77 @@ func TestAttackClusterSameInputOnTwoDaemonsAtOnce(t *testing.T) {
 			if got, want := r.LastUserText(), fmt.Sprintf("text %d", i); got != want {
 				t.Fatalf("request %d is %q, want %q", i, got, want)
 			}
+		}
+		durableSeqs(t, e.cb, e.sid)
+	})
+}
+
+// TestAttackClusterApproveTwiceThenInterruptElsewhere: a command's
+// approval is answered on A (which runs the turn) and on B at the same
+// moment: one answer resolves it, the other is already_resolved, and the
+// command runs once. Then session.interrupt on B stops the turn on A and
+// the command is killed (its process is gone), not left running.
+func TestAttackClusterApproveTwiceThenInterruptElsewhere(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		cmd := `rm -f nothing.log; echo run >> runs; sleep 300` // rm -f: dangerous, gated
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		e := newClusterEnv(t, st, func(m *fixtures.FakeModel) {
+			m.On("go", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "terminal", Arguments: string(args)}}},
+				fixtures.Reply{Text: "done"})
+		})
+		rec := submit(t, e.ca, e.sid, "in-1", "go")
+		opened := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "prompt.opened" })
+		var p struct {
+			Prompt rpc.Prompt `json:"prompt"`
+		}
+		if err := json.Unmarshal(opened.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		res := make([]rpc.RespondResult, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for j, c := range []*fixtures.Client{e.ca, e.cb} {
+			wg.Go(func() {
+				errs[j] = c.Call(context.Background(), rpc.MethodApprovalRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
+					"execution_generation": p.Prompt.ExecutionGeneration, "choice": "once"}, &res[j])
+			})
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("answers: %v / %v", errs[0], errs[1])
+		}
+		if got := []string{string(res[0].Status), string(res[1].Status)}; !(got[0] == "resolved" && got[1] == "already_resolved") && !(got[1] == "resolved" && got[0] == "already_resolved") {
+			t.Fatalf("answers on A and B: %v, want one resolved and one already_resolved", got)
+		}
+		running := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "tool.running" })
+		var rp struct {
+			PID int `json:"pid"`
+		}
+		if err := json.Unmarshal(running.Payload, &rp); err != nil || rp.PID <= 0 {
+			t.Fatalf("tool.running %s: %v", running.Payload, err)
+		}
+		var cwd string
+		if err := e.b.db.Get(context.Background(), &cwd, `SELECT cwd FROM sessions WHERE session_id = ?`, e.sid); err != nil {
+			t.Fatal(err)
+		}
+		fixtures.Eventually(t, clusterWait, "the command runs", func() bool {
+			_, err := os.Stat(filepath.Join(cwd, "runs"))
+			return err == nil
+		})
+		var ir rpc.InterruptResult
+		if err := e.cb.Call(context.Background(), rpc.MethodInterrupt, map[string]any{"session_id": e.sid}, &ir); err != nil {
+			t.Fatal(err)
+		}
+		if ir.Interrupted == nil || *ir.Interrupted != rec.AdmissionID {
+			t.Fatalf("interrupt on B = %+v", ir)
+		}
+		e.cb.WaitEvent(t, clusterWait, turnCompleted(rec.AdmissionID, "interrupted"))
+		fixtures.Eventually(t, clusterWait, "the command's process is gone", func() bool {
+			return syscall.Kill(rp.PID, 0) == syscall.ESRCH
+		})
+		b, err := os.ReadFile(filepath.Join(cwd, "runs"))
+		if err != nil || strings.Count(string(b), "run") != 1 {
+			t.Fatalf("the command ran %q times (%v), want once", b, err)
 		}
 		durableSeqs(t, e.cb, e.sid)
 	})
