@@ -362,3 +362,61 @@ func TestAttackClusterApproveTwiceThenInterruptElsewhere(t *testing.T) {
 		durableSeqs(t, e.cb, e.sid)
 	})
 }
+
+// TestAttackClusterSplitBrainKillsTheCommand: A runs an approved command
+// when it stops renewing its lease (paused, partitioned); B takes the
+// session (the admission becomes unknown). A must kill its command and
+// write nothing more of the turn: no tool.completed, no turn.completed, no
+// message, and the model is not asked again.
+func TestAttackClusterSplitBrainKillsTheCommand(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		cmd := `rm -f nothing.log; echo run >> runs; sleep 300` // rm -f: dangerous, gated
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		e := newClusterEnv(t, st, func(m *fixtures.FakeModel) {
+			m.On("go", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "terminal", Arguments: string(args)}}},
+				fixtures.Reply{Text: "done"})
+		})
+		ctx := context.Background()
+		rec := submit(t, e.ca, e.sid, "in-1", "go")
+		opened := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "prompt.opened" })
+		var p struct {
+			Prompt rpc.Prompt `json:"prompt"`
+		}
+		if err := json.Unmarshal(opened.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		var res rpc.RespondResult
+		if err := e.ca.Call(ctx, rpc.MethodApprovalRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
+			"execution_generation": p.Prompt.ExecutionGeneration, "choice": "once"}, &res); err != nil {
+			t.Fatal(err)
+		}
+		running := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "tool.running" })
+		var rp struct {
+			PID int `json:"pid"`
+		}
+		if err := json.Unmarshal(running.Payload, &rp); err != nil || rp.PID <= 0 {
+			t.Fatalf("tool.running %s: %v", running.Payload, err)
+		}
+		e.a.member.Halt()
+		e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool {
+			return ev.Type == "admission.updated" && ev.AdmissionID == rec.AdmissionID && string(mustField(ev.Payload, "status")) == `"unknown"`
+		})
+		fixtures.Eventually(t, clusterWait, "A's command is killed", func() bool { return syscall.Kill(rp.PID, 0) == syscall.ESRCH })
+		fixtures.Eventually(t, clusterWait, "A's turn stops", func() bool { return e.a.sched.RunningCount() == 0 })
+		var n int
+		if err := e.b.db.Get(ctx, &n, `SELECT count(*) FROM events WHERE session_id = ? AND admission_id = ?
+			AND type IN ('tool.completed', 'turn.completed', 'message.completed')`, e.sid, rec.AdmissionID); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 { // the assistant message with the tool call, before the takeover
+			t.Fatalf("%d message/tool/turn completions of the fenced turn, want 1 (A wrote after the takeover)", n)
+		}
+		if st, _, _ := e.admissionRow(t, rec.AdmissionID); st != "unknown" {
+			t.Fatalf("admission %s, want unknown", st)
+		}
+		if got := e.m.ChatRequests(); got != 1 {
+			t.Fatalf("the model got %d requests, want 1", got)
+		}
+		durableSeqs(t, e.cb, e.sid)
+	})
+}
