@@ -420,3 +420,46 @@ func TestAttackClusterSplitBrainKillsTheCommand(t *testing.T) {
 		durableSeqs(t, e.cb, e.sid)
 	})
 }
+
+// TestAttackClusterSubmitOnFullDaemonRunsOnTheFreeOne: A runs as many
+// turns as it may (limits.max_concurrent_turns: 1); an input submitted on
+// A to a new, unowned session must not wait for A's slot while B is idle:
+// B takes the session and runs it, once, while A's turn still runs.
+func TestAttackClusterSubmitOnFullDaemonRunsOnTheFreeOne(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		g := fixtures.NewGate()
+		t.Cleanup(g.Release)
+		m := fixtures.NewFakeModel(t)
+		m.On("busy", fixtures.Reply{Text: "r1", Gate: g})
+		m.On("other", fixtures.Reply{Text: "r2"})
+		a := startClusterDaemon(t, st, m, "limits: {max_concurrent_turns: 1}\n")
+		b := startClusterDaemon(t, st, m, "limits: {max_concurrent_turns: 1}\n")
+		ca := fixtures.Dial(t, a.desc.URL, a.token)
+		ctx := context.Background()
+		var s1, s2 rpc.Snapshot
+		if err := ca.Call(ctx, rpc.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, &s1); err != nil {
+			t.Fatal(err)
+		}
+		if err := ca.Call(ctx, rpc.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, &s2); err != nil {
+			t.Fatal(err)
+		}
+		if err := ca.Call(ctx, rpc.MethodSessionResume, map[string]any{"session_id": s2.SessionID, "after_seq": 0}, &rpc.Snapshot{}); err != nil {
+			t.Fatal(err)
+		}
+		one := submit(t, ca, s1.SessionID, "in-1", "busy")
+		<-g.Waiting()
+		if _, _, daemon := (&clusterEnv{b: b}).admissionRow(t, one.AdmissionID); daemon != a.epoch {
+			t.Fatalf("the first turn runs on daemon %d, want A (%d)", daemon, a.epoch)
+		}
+		two := submit(t, ca, s2.SessionID, "in-2", "other")
+		ca.WaitEvent(t, clusterWait, turnCompleted(two.AdmissionID, "completed"))
+		if _, _, daemon := (&clusterEnv{b: b}).admissionRow(t, two.AdmissionID); daemon != b.epoch {
+			t.Fatalf("the second turn ran on daemon %d, want B (%d)", daemon, b.epoch)
+		}
+		if n := len(m.RequestsWithLastUser("other")); n != 1 {
+			t.Fatalf("the model got %q %d times", "other", n)
+		}
+		g.Release()
+		ca.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "completed"))
+	})
+}
