@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiond/sessiond/store"
@@ -157,6 +158,8 @@ type publisher struct {
 	signal  chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+	// failures counts the batches whose transaction failed (tests).
+	failures atomic.Int64
 }
 
 func newPublisher(db *store.DB) *publisher {
@@ -204,29 +207,59 @@ func (p *publisher) run() {
 			p.flush()
 			return
 		}
-		p.flush()
+		// A failed batch is sent again after a backoff (100ms doubling up
+		// to 5s): it is the only announcement of events already committed.
+		for n := 0; !p.flush(); n++ {
+			t := time.NewTimer(min(100*time.Millisecond<<min(n, 6), 5*time.Second))
+			select {
+			case <-t.C:
+			case <-p.stop:
+				t.Stop()
+				p.flush()
+				return
+			}
+		}
 	}
 }
 
-func (p *publisher) flush() {
+// flush sends what is pending in one transaction; when it fails, the batch
+// is pending again (merged with what was added meanwhile) and flush
+// returns false.
+func (p *publisher) flush() bool {
 	p.mu.Lock()
 	pending, order := p.pending, p.order
 	p.pending, p.order = map[string]string{}, nil
 	p.mu.Unlock()
 	if len(order) == 0 {
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// A lost batch only delays delivery: the receivers also read the
-	// tables at their next notification or resync.
-	_ = p.db.InTx(ctx, func(tx *store.Tx) error {
+	if err := p.db.InTx(ctx, func(tx *store.Tx) error {
 		for _, k := range order {
 			ch, _, _ := strings.Cut(k, "\x00")
 			tx.Notify(ch, pending[k])
 		}
 		return nil
-	})
+	}); err != nil {
+		p.failures.Add(1)
+		p.mu.Lock()
+		for _, k := range p.order {
+			if _, ok := pending[k]; !ok {
+				order = append(order, k)
+			}
+		}
+		for k, payload := range p.pending {
+			ch, _, _ := strings.Cut(k, "\x00")
+			if old, ok := pending[k]; !ok || ch != ChannelEvents || seqOf(payload) > seqOf(old) {
+				pending[k] = payload
+			}
+		}
+		p.pending, p.order = pending, order
+		p.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 func (p *publisher) close() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/storetest"
 	"github.com/sessiond/sessiond/store"
 )
@@ -173,4 +174,37 @@ func TestBusDeliversAfterCommitOnly(t *testing.T) {
 		t.Fatalf("delivered %q", p)
 	default:
 	}
+}
+
+// TestAttackClusterSelfFenceWhileABeatIsStuck: the self-fence must fire
+// FenceAfter after the last renewal even when the heartbeat that follows a
+// renewal is stuck (OnBeat's reads hang on a store cut off without a
+// reset, a renewal that waits on a dead connection): otherwise the lease
+// expires, another daemon takes the sessions, and this daemon's commands
+// still run.
+func TestAttackClusterSelfFenceWhileABeatIsStuck(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	id := bootEpoch(t, db)
+	var lost atomic.Int32
+	stuck := make(chan struct{})
+	var once sync.Once
+	entered := make(chan struct{})
+	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: 900 * time.Millisecond,
+		OnLost: func() { lost.Add(1) },
+		OnBeat: func() {
+			once.Do(func() { close(entered) })
+			<-stuck
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	defer func() {
+		close(stuck)
+		m.Halt()
+	}()
+	<-entered
+	fixtures.Eventually(t, 30*time.Second, "the self-fence while a heartbeat is stuck (else the lease expires with this daemon's turns still running)",
+		func() bool { return lost.Load() > 0 })
 }

@@ -49,6 +49,7 @@ type Member struct {
 
 	stop chan struct{}
 	done chan struct{}
+	kick chan struct{} // a renewal succeeded (fenceLoop)
 }
 
 // FenceAfter is how long after the last successful renewal was sent the
@@ -69,7 +70,7 @@ func Join(ctx context.Context, db *store.DB, id int64, opt Options) (*Member, er
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	m := &Member{db: db, id: id, d: DialectOf(db), opt: opt}
+	m := &Member{db: db, id: id, d: DialectOf(db), opt: opt, kick: make(chan struct{}, 1)}
 	if err := db.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.Exec(`UPDATE boot_epochs SET label = ? WHERE epoch = ?`, opt.Label, id)
 		return err
@@ -116,6 +117,10 @@ func (m *Member) Renew(ctx context.Context) error {
 		m.renewedAt = sent
 	}
 	m.mu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -136,25 +141,48 @@ func (m *Member) Start() {
 
 func (m *Member) loop() {
 	defer close(m.done)
+	// The self-fence deadline has its own goroutine, so that a heartbeat
+	// stuck in a slow or unreachable store (Renew, OnBeat) cannot delay it.
+	fenceDone := make(chan struct{})
+	go func() {
+		defer close(fenceDone)
+		m.fenceLoop()
+	}()
+	defer func() { <-fenceDone }()
 	period := m.opt.TTL / 3
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
-		// The self-fence deadline has its own timer, so that a heartbeat
-		// stuck in a slow store cannot delay it.
-		m.mu.Lock()
-		left := m.FenceAfter() - m.opt.Now().Sub(m.renewedAt)
-		m.mu.Unlock()
-		fence := time.NewTimer(max(left, time.Millisecond))
 		select {
 		case <-m.stop:
-			fence.Stop()
 			return
-		case <-fence.C:
-			m.Check()
 		case <-tick.C:
-			fence.Stop()
 			m.Beat()
+		}
+	}
+}
+
+// fenceLoop calls Check when FenceAfter has passed since the last
+// renewal; once fenced it looks again at each renewal (Renew kicks it) or
+// every TTL/3.
+func (m *Member) fenceLoop() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		wait := m.FenceAfter() - m.opt.Now().Sub(m.renewedAt)
+		if m.lost {
+			wait = m.opt.TTL / 3
+		}
+		m.mu.Unlock()
+		t.Reset(max(wait, time.Millisecond))
+		select {
+		case <-m.stop:
+			return
+		case <-m.kick:
+			t.Stop()
+		case <-t.C:
+			m.Check()
 		}
 	}
 }
@@ -197,6 +225,10 @@ func (m *Member) Beat() {
 	regained := m.lost
 	m.lost = false
 	m.mu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
 	if regained {
 		m.opt.Logger.Warn("lease renewed after self-fencing: this daemon serves again", "daemon", m.id)
 		if m.opt.OnRenewed != nil {

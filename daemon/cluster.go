@@ -209,11 +209,29 @@ func (d *Daemon) wakeLoop() {
 				d.log.Warn("read prompt answers", "err", err)
 			}
 			d.takeOrphans(ctx)
+			d.wakeOwnedQueued(ctx)
 		}
 		for _, id := range ids {
 			d.checkSession(ctx, id)
 		}
 		cancel()
+	}
+}
+
+// wakeOwnedQueued schedules every session this daemon owns that has
+// queued input: after a resync, an input admitted on another daemon while
+// this daemon's LISTEN connection was down would otherwise wait until some
+// other wake-up (nobody else may run it while this daemon lives).
+func (d *Daemon) wakeOwnedQueued(ctx context.Context) {
+	var ids []string
+	if err := d.db.Select(ctx, &ids, `SELECT DISTINCT a.target_session_id FROM session_admissions a
+		JOIN sessions s ON s.session_id = a.target_session_id
+		WHERE a.status <> 'terminal' AND a.status = 'queued' AND s.owner_daemon = ?`, d.epoch); err != nil {
+		d.log.Warn("read the queued sessions this daemon owns", "err", err)
+		return
+	}
+	for _, id := range ids {
+		d.sched.Wake(id)
 	}
 }
 

@@ -37,6 +37,7 @@ type hub struct {
 	// The catch-up (startCatchUp): sessions whose subscribers miss events.
 	db       *store.DB
 	behind   map[string]bool
+	retries  map[string]int // failed catch-up reads in a row, by session
 	signal   chan struct{}
 	stopCU   chan struct{}
 	cuDone   chan struct{}
@@ -59,7 +60,7 @@ type subscription struct {
 
 func newHub(log *slog.Logger) *hub {
 	return &hub{subs: map[string]map[*rpc.Conn]*subscription{}, log: log, seen: map[string]int64{},
-		behind: map[string]bool{}, signal: make(chan struct{}, 1)}
+		behind: map[string]bool{}, retries: map[string]int{}, signal: make(chan struct{}, 1)}
 }
 
 // subscribe registers c for sessionID in buffering mode and returns the
@@ -279,9 +280,13 @@ func (h *hub) catchUp(sessionID string) {
 	}
 	evs, complete, err := h.eventsAfter(sessionID, from)
 	if err != nil {
-		h.log.Warn("read events committed by another daemon; retrying at the next notification", "session_id", sessionID, "err", err)
+		h.log.Warn("read events committed by another daemon; retrying", "session_id", sessionID, "err", err)
+		h.retryLater(sessionID)
 		return
 	}
+	h.mu.Lock()
+	delete(h.retries, sessionID)
+	h.mu.Unlock()
 	if complete {
 		h.mu.Lock()
 		for c, sub := range h.subs[sessionID] {
@@ -312,7 +317,8 @@ func (h *hub) catchUp(sessionID string) {
 	for _, o := range subs {
 		own, ok, err := h.eventsAfter(sessionID, o.seq)
 		if err != nil {
-			h.log.Warn("read events committed by another daemon", "session_id", sessionID, "err", err)
+			h.log.Warn("read events committed by another daemon; retrying", "session_id", sessionID, "err", err)
+			h.retryLater(sessionID)
 			continue
 		}
 		h.mu.Lock()
@@ -327,6 +333,35 @@ func (h *hub) catchUp(sessionID string) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// retryLater hands sessionID to the catch-up again after a backoff
+// (100ms doubling up to 5s while its reads keep failing): the events a
+// failed read missed are announced once only, so nothing else would bring
+// them while the session stays quiet.
+func (h *hub) retryLater(sessionID string) {
+	h.mu.Lock()
+	n := h.retries[sessionID]
+	h.retries[sessionID] = n + 1
+	stop := h.stopCU
+	h.mu.Unlock()
+	d := min(100*time.Millisecond<<min(n, 6), 5*time.Second)
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stop:
+			return
+		}
+		h.mu.Lock()
+		if len(h.subs[sessionID]) > 0 {
+			h.markBehindLocked(sessionID)
+		} else {
+			delete(h.retries, sessionID)
+		}
+		h.mu.Unlock()
+	}()
 }
 
 func (h *hub) eventsAfter(sessionID string, after int64) (evs []store.Event, complete bool, err error) {
