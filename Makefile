@@ -29,7 +29,7 @@ fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond withou
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
 test: ## Run every test, journeys included, under the race detector, then the Node tests (ACP editor, TypeScript client); a few minutes on 2 cores.
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) test-acp
 	$(MAKE) test-ts
 
@@ -48,7 +48,7 @@ test-ts: build ## Run the Node tests of the TypeScript client @sessiond/client a
 	cd clients/typescript && npm test
 
 test-short: ## Run every test without the race detector (faster; before a commit, run make test).
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 20m ./...
 
 bench: ## Run the benchmarks once each (see docs/performance.md for the figures).
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... 2>&1 | tee bench.out

@@ -48,7 +48,11 @@ store: {driver: postgres, dsn: postgres://USER:PASSWORD@HOST:PORT/DBNAME},
 or $SESSIOND_STORE_DSN or --store-dsn names a PostgreSQL database (a DSN
 alone means driver postgres; --store-dsn wins over the environment, which
 fills the file's dsn when it has none). Logs and daemon.info never show
-the DSN's password.
+the DSN's password. Several daemons may share one PostgreSQL database
+(config.yaml cluster: {lease_ttl: 10, label: ""}): each session runs on
+one daemon at a time, and another takes it over lease_ttl seconds after
+that daemon dies, with the same rules as a restart; a graceful stop hands
+its sessions over at once (docs/scale-out.md).
 
 Terminal commands run in a sandbox (config.yaml sandbox: {mode:
 workspace-write | read-only | off, network: false, writable_roots: []}):
@@ -58,7 +62,8 @@ the kernel cannot sandbox, the daemon warns and every command needs
 approval, unless the config says sandbox: {mode: off}.
 
 Signals: SIGTERM or SIGINT stop gracefully (running turns settle
-interrupted, queued inputs stay queued and start after the next boot); a
+interrupted, queued inputs stay queued and start after the next boot, or
+at once on another daemon of the cluster); a
 second signal exits at once. SIGHUP reopens --log-file (for logrotate). SIGKILL is a crash: the next boot marks the
 running turn unknown and holds its session until an operator resolves it.
 
