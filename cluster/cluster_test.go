@@ -177,9 +177,9 @@ func TestBusDeliversAfterCommitOnly(t *testing.T) {
 }
 
 // TestAttackClusterSelfFenceWhileABeatIsStuck: the self-fence must fire
-// FenceAfter after the last renewal even when the heartbeat that follows a
-// renewal is stuck (OnBeat's reads hang on a store cut off without a
-// reset, a renewal that waits on a dead connection): otherwise the lease
+// FenceAfter after the last renewal even when the renewal that follows is
+// stuck (here behind a write transaction holding this daemon's row, as a
+// store cut off without a reset would hold it): otherwise the lease
 // expires, another daemon takes the sessions, and this daemon's commands
 // still run.
 func TestAttackClusterSelfFenceWhileABeatIsStuck(t *testing.T) {
@@ -187,9 +187,43 @@ func TestAttackClusterSelfFenceWhileABeatIsStuck(t *testing.T) {
 	ctx := context.Background()
 	id := bootEpoch(t, db)
 	var lost atomic.Int32
-	stuck := make(chan struct{})
+	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: 900 * time.Millisecond,
+		OnLost: func() { lost.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck, holding, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(held)
+		db.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(`UPDATE boot_epochs SET label = label WHERE epoch = ?`, id)
+			close(holding)
+			<-stuck
+			return err
+		})
+	}()
+	<-holding
+	m.Start()
+	defer func() {
+		close(stuck)
+		<-held
+		m.Halt()
+	}()
+	fixtures.Eventually(t, 30*time.Second, "the self-fence while the renewals are stuck (else the lease expires with this daemon's turns still running)",
+		func() bool { return lost.Load() > 0 })
+}
+
+// A heartbeat's OnBeat (taking orphans, checking turns) that takes long
+// does not hold the renewals up: they go on beside it, and the lease stays
+// alive. Before, OnBeat ran between renewals, and a slow one let the lease
+// lapse.
+func TestSlowOnBeatDoesNotStopRenewals(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	id := bootEpoch(t, db)
+	var lost atomic.Int32
+	stuck, entered := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	entered := make(chan struct{})
 	m, err := cluster.Join(ctx, db, id, cluster.Options{TTL: 900 * time.Millisecond,
 		OnLost: func() { lost.Add(1) },
 		OnBeat: func() {
@@ -205,6 +239,68 @@ func TestAttackClusterSelfFenceWhileABeatIsStuck(t *testing.T) {
 		m.Halt()
 	}()
 	<-entered
-	fixtures.Eventually(t, 30*time.Second, "the self-fence while a heartbeat is stuck (else the lease expires with this daemon's turns still running)",
-		func() bool { return lost.Load() > 0 })
+	expires := func() int64 {
+		var ms int64
+		if err := db.Get(ctx, &ms, `SELECT lease_expires_ms FROM boot_epochs WHERE epoch = ?`, id); err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	first := expires()
+	fixtures.Eventually(t, 30*time.Second, "renewals going on while OnBeat is stuck (the lease moved a whole TTL on)",
+		func() bool { return expires() >= first+900 })
+	if lost.Load() > 0 {
+		t.Fatal("the daemon fenced itself while its renewals went through")
+	}
+}
+
+// A lease renewal does not wait behind the store's other work: with every
+// connection of the pool held by long transactions (a saturated daemon),
+// Renew still goes through, on its reserved connection. Before, it queued
+// for the pool, the lease lapsed and the daemon fenced itself under load.
+func TestRenewNotDelayedBySaturatedPool(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), storetest.Options(t, store.Options{MaxConns: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if db.Driver() != store.Postgres {
+		t.Skip("SQLite has one writer: every write waits its turn there, and nobody can take a lone daemon's sessions")
+	}
+	m, err := cluster.Join(context.Background(), db, bootEpoch(t, db), cluster.Options{TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var held, done sync.WaitGroup
+	for range 2 {
+		held.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			db.InTx(context.Background(), func(tx *store.Tx) error {
+				var one int
+				err := tx.Get(&one, `SELECT 1`)
+				held.Done()
+				<-release
+				return err
+			})
+		}()
+	}
+	held.Wait() // both pool connections are in use
+	renewed := make(chan error, 1)
+	go func() { renewed <- m.Renew(context.Background()) }()
+	select {
+	case err := <-renewed:
+		if err != nil {
+			t.Errorf("renew with a saturated pool: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the renewal waited for the saturated pool (10 s and counting): the lease would lapse under load")
+	}
+	close(release)
+	done.Wait()
+	if t.Failed() {
+		<-renewed
+	}
 }

@@ -98,19 +98,15 @@ func (m *Member) Dialect() Dialect { return m.d }
 // session's owner_epoch, which a takeover bumps).
 func (m *Member) Renew(ctx context.Context) error {
 	sent := m.opt.Now()
-	err := m.db.InTx(ctx, func(tx *store.Tx) error {
-		res, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = `+m.d.NowMS()+` + ? WHERE epoch = ?`,
-			m.opt.TTL.Milliseconds(), m.id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("boot epoch %d is not in boot_epochs", m.id)
-		}
-		return nil
-	})
+	// On a connection of its own, outside SERIALIZABLE: the claims that
+	// read leases and a busy pool must not delay (or abort) a renewal.
+	res, err := m.db.ExecReserved(ctx, `UPDATE boot_epochs SET lease_expires_ms = `+m.d.NowMS()+` + ? WHERE epoch = ?`,
+		m.opt.TTL.Milliseconds(), m.id)
 	if err != nil {
 		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("boot epoch %d is not in boot_epochs", m.id)
 	}
 	m.mu.Lock()
 	if sent.After(m.renewedAt) {
@@ -152,12 +148,30 @@ func (m *Member) loop() {
 	period := m.opt.TTL / 3
 	tick := time.NewTicker(period)
 	defer tick.Stop()
+	// OnBeat (taking orphans, checking running turns) may take longer
+	// than a period on a busy store: it runs beside the renewals, one at a
+	// time, and a beat that finds it still running skips it.
+	var onBeat sync.WaitGroup
+	busy := make(chan struct{}, 1)
+	defer onBeat.Wait()
 	for {
 		select {
 		case <-m.stop:
 			return
 		case <-tick.C:
-			m.Beat()
+			if !m.renewBeat() || m.opt.OnBeat == nil {
+				continue
+			}
+			select {
+			case busy <- struct{}{}:
+				onBeat.Add(1)
+				go func() {
+					defer onBeat.Done()
+					defer func() { <-busy }()
+					m.opt.OnBeat()
+				}()
+			default:
+			}
 		}
 	}
 }
@@ -210,8 +224,16 @@ func (m *Member) Check() bool {
 }
 
 // Beat is one heartbeat: check the self-fence, renew, and call OnRenewed
-// or OnBeat.
+// and then OnBeat (after a renewal).
 func (m *Member) Beat() {
+	if m.renewBeat() && m.opt.OnBeat != nil {
+		m.opt.OnBeat()
+	}
+}
+
+// renewBeat is Beat without OnBeat: it reports whether the lease was
+// renewed.
+func (m *Member) renewBeat() bool {
 	m.Check()
 	ctx, cancel := context.WithTimeout(context.Background(), m.opt.TTL/3)
 	err := m.Renew(ctx)
@@ -219,7 +241,7 @@ func (m *Member) Beat() {
 	if err != nil {
 		m.opt.Logger.Warn("lease renewal failed", "daemon", m.id, "err", err)
 		m.Check()
-		return
+		return false
 	}
 	m.mu.Lock()
 	regained := m.lost
@@ -235,9 +257,7 @@ func (m *Member) Beat() {
 			m.opt.OnRenewed()
 		}
 	}
-	if m.opt.OnBeat != nil {
-		m.opt.OnBeat()
-	}
+	return true
 }
 
 // Halt ends the heartbeats (and the self-fence timer) without giving the

@@ -52,6 +52,8 @@ type pgState struct {
 	stop        chan struct{} // closed by Close: ends the probe loop
 	done        chan struct{} // closed when the probe loop returned
 	lis         *listener
+	// reserved is a one-connection pool of its own for ExecReserved.
+	reserved *sqlx.DB
 }
 
 // openPostgres connects to opt.DSN, applies the pending migrations under an
@@ -87,6 +89,9 @@ func openPostgres(ctx context.Context, opt Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	db.pg.reserved = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	db.pg.reserved.SetMaxOpenConns(1)
+	db.pg.reserved.SetMaxIdleConns(1)
 	db.pg.lis = newListener(db)
 	go db.probeLoop()
 	return db, nil
@@ -120,7 +125,7 @@ func (db *DB) closePostgres() error {
 	close(db.pg.stop)
 	<-db.pg.done
 	db.pg.lis.close()
-	return db.r.Close()
+	return errors.Join(db.pg.reserved.Close(), db.r.Close())
 }
 
 // migratePostgres applies the migrations of migrations_pg numbered above

@@ -725,6 +725,31 @@ func callTx(fn func(*Tx) error, t *Tx) (res txResult) {
 	return txResult{err: fn(t)}
 }
 
+// ExecReserved runs one statement (with '?' placeholders) in its own short
+// transaction, for writes that must not wait behind the store's other work:
+// a daemon's lease renewal. On PostgreSQL it runs in autocommit (READ
+// COMMITTED, never re-run) on a connection reserved for it, outside the
+// pool that InTx and the reads share, so a saturated pool or a hot table's
+// serialization re-runs cannot delay it; ctx bounds it, including a wait
+// for that connection. On SQLite it is one InTx (the single writer
+// serialises every write anyway). Errors are classified (ErrUnavailable).
+func (db *DB) ExecReserved(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	if db.pg != nil {
+		res, err := db.pg.reserved.ExecContext(ctx, db.rebind(query), args...)
+		return res, Classify(err)
+	}
+	var res sql.Result
+	err := db.InTx(ctx, func(tx *Tx) error {
+		var err error
+		res, err = tx.Exec(query, args...)
+		return err
+	})
+	return res, err
+}
+
 // Get runs a single-row query on a reader (a pooled connection on
 // PostgreSQL); sql.ErrNoRows when nothing matched. query uses '?'
 // placeholders on both drivers.
