@@ -29,7 +29,17 @@ const unavailableBound = 20 * time.Second
 // exactly once, nothing is left started or unknown, and B's subscriber got
 // exactly the stored events, in order (docs/scale-out.md, "A restart of the
 // PostgreSQL server").
+//
+// In the second case the server stays down until daemon A fenced itself
+// (past 3/4 of lease_ttl 2): the held turn then ends interrupted ("this
+// daemon lost the session's lease") once the server is back, and the rest
+// is the same.
 func TestClusterSurvivesPostgresRestart(t *testing.T) {
+	t.Run("short", func(t *testing.T) { pgRestartJourney(t, 10, false) })
+	t.Run("past the self-fence", func(t *testing.T) { pgRestartJourney(t, 2, true) })
+}
+
+func pgRestartJourney(t *testing.T, ttl int, pastFence bool) {
 	pg, err := pgtest.Start(pgtest.Options{}) // private: restarting the shared server would hit other tests
 	if err != nil {
 		t.Fatal(err)
@@ -41,9 +51,10 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 	g := fixtures.NewGate()
 	m.On("held on A", fixtures.Reply{Text: "answer held across the restart", Gate: g})
 	m.Default(fixtures.Reply{Text: "fine"})
-	// lease_ttl 10 (the default): the restart takes well under the 7.5 s
-	// after which a daemon fences itself, so ownership does not move.
-	cluster := fixtures.NewCluster(t, fixtures.ClusterOptions{DSN: dsn, LeaseTTL: 10, Config: fixtures.FakeModelConfig(m, "")})
+	// ttl 10 (the default): the restart takes well under the 7.5 s after
+	// which a daemon fences itself, so ownership does not move. ttl 2 with
+	// pastFence: the server stays down until A fenced itself (1.5 s).
+	cluster := fixtures.NewCluster(t, fixtures.ClusterOptions{DSN: dsn, LeaseTTL: ttl, Config: fixtures.FakeModelConfig(m, "")})
 	a := cluster.Start(t)
 	ca := a.Dial(t)
 	s := createSession(t, ca, map[string]any{}).SessionID
@@ -86,6 +97,11 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 			t.Fatalf("daemon pid %d exited while PostgreSQL was down; stderr:\n%s", d.PID(), d.Stderr())
 		}
 	}
+	if pastFence {
+		fixtures.Eventually(t, wait, "daemon A to fence itself", func() bool {
+			return strings.Contains(a.Stderr(), "(self-fencing)")
+		})
+	}
 	if err := pg.StartServer(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +130,42 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 		}
 		after = append(after, r)
 	}
-	// The held turn completes on A, and B's subscriber sees it and the
-	// follower.
+	// The held turn ends on A (completed, or interrupted past the
+	// self-fence), and B's subscriber sees it and the follower.
 	g.Release()
-	if out := waitTurn(t, cb, held.AdmissionID); out != "completed" {
-		t.Fatalf("B's client saw the held turn end %s, want completed", out)
+	wantHeld := "completed"
+	if pastFence {
+		wantHeld = "interrupted"
+	}
+	if !pastFence {
+		if out := waitTurn(t, cb, held.AdmissionID); out != wantHeld {
+			t.Fatalf("B's client saw the held turn end %s, want %s", out, wantHeld)
+		}
+	} else {
+		// A stopped the turn when it fenced itself. Once the server is back
+		// either A still owns the session and settles the turn interrupted
+		// ("this daemon lost the session's lease"), or B renewed first and
+		// took the session from A, whose lease had run out: the turn is then
+		// unknown (the takeover rules) and the operator resolves it, which
+		// also ends it interrupted. Nothing else is acceptable.
+		db := cluster.DB(t)
+		var row fixtures.AdmissionRow
+		fixtures.Eventually(t, wait, "the held turn to settle or become unknown", func() bool {
+			row = admissionRow(t, fixtures.Admissions(t, db, s), held.AdmissionID)
+			return row.Status == "terminal" || row.Status == "unknown"
+		})
+		if row.Status == "unknown" {
+			var r receipt
+			if err := atkCall(cb, "prompt.resolve_unknown", map[string]any{"session_id": s, "admission_id": held.AdmissionID,
+				"execution_generation": row.ExecutionGeneration.Int64}, &r); err != nil {
+				t.Fatalf("resolve the held turn left unknown by the takeover: %v", err)
+			}
+		}
+		fixtures.Eventually(t, wait, "the held turn to end interrupted", func() bool {
+			row = admissionRow(t, fixtures.Admissions(t, db, s), held.AdmissionID)
+			return row.Status == "terminal"
+		})
+		wantRow(t, row, "terminal", wantHeld)
 	}
 	if out := waitTurn(t, cb, follower.AdmissionID); out != "completed" {
 		t.Fatalf("B's client saw the follower end %s, want completed", out)
@@ -141,7 +188,11 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 		t.Fatalf("%d admissions, want 6 (held, follower, the two refused inputs sent again, two new): %+v", len(rows), rows)
 	}
 	for _, r := range rows {
-		wantRow(t, r, "terminal", "completed")
+		want := "completed"
+		if r.AdmissionID == held.AdmissionID {
+			want = wantHeld
+		}
+		wantRow(t, r, "terminal", want)
 	}
 	for _, text := range []string{"held on A", "queued through B", "sent while down during-a", "sent while down during-b",
 		"after the restart through A", "after the restart through B", "a new session on B"} {
