@@ -252,7 +252,7 @@ func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bo
 	// Once fn started, the caller waits for the outcome, as on SQLite: the
 	// transaction does not see ctx's cancellation.
 	began := time.Now()
-	sqltx, err := db.r.BeginTxx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelSerializable})
+	sqltx, err := db.beginPostgres(ctx)
 	if err != nil {
 		return false, Classify(fmt.Errorf("begin: %w", err))
 	}
@@ -294,6 +294,22 @@ func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bo
 		h()
 	}
 	return false, nil
+}
+
+// beginPostgres begins a SERIALIZABLE transaction. A pooled connection
+// that the server closed since its last use (a restart of the server, a
+// terminated backend, a failover) fails its BEGIN before anything reached
+// the server (pgconn.SafeToRetry: "write: broken pipe"); database/sql drops
+// that connection, and the BEGIN is tried again on another one, at most
+// MaxConns+1 times in all, so each dead pooled connection does not cost a
+// transaction. Any other failure is returned at once.
+func (db *DB) beginPostgres(ctx context.Context) (*sqlx.Tx, error) {
+	for attempt := 0; ; attempt++ {
+		tx, err := db.r.BeginTxx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelSerializable})
+		if err == nil || !pgconn.SafeToRetry(err) || attempt >= db.opt.MaxConns {
+			return tx, err
+		}
+	}
 }
 
 // pgctx is the context of the transaction's statements: the caller's

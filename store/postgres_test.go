@@ -371,3 +371,62 @@ func TestPostgresServerGoneIsUnavailable(t *testing.T) {
 		t.Fatalf("Open with the server gone: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestPostgresDeadPooledConnectionsAreReplaced: when the server ends the
+// pool's connections (a restart, pg_terminate_backend, a failover), the
+// next transactions begin on new connections instead of failing with
+// "begin: broken pipe" once per dead pooled connection: nothing of a
+// transaction reached the server before its BEGIN, so the store takes
+// another connection. First with the backends terminated (deterministic:
+// the connections were used a moment ago, so database/sql's idle ping does
+// not catch them), then across a real restart of the server.
+func TestPostgresDeadPooledConnectionsAreReplaced(t *testing.T) {
+	postgresOnly(t)
+	c, err := pgtest.Start(pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	name, dsn, err := c.CreateDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = 4
+	db, err := Open(context.Background(), "", Options{Driver: Postgres, DSN: dsn, MaxConns: conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	// fill leaves a connection in the pool that was used a moment ago.
+	fill := func(tag string) {
+		t.Helper()
+		for i := range conns {
+			if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprintf("%s-%d", tag, i)) }); err != nil {
+				t.Fatalf("%s: transaction %d: %v", tag, i, err)
+			}
+		}
+	}
+	fill("before")
+	if err := c.Exec(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+		WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`, name); err != nil {
+		t.Fatal(err)
+	}
+	for i := range conns + 1 {
+		if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprintf("after-kill-%d", i)) }); err != nil {
+			t.Fatalf("transaction %d after the pool's backends were terminated: %v", i, err)
+		}
+	}
+	fill("before-restart")
+	if err := c.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range conns + 1 {
+		if err := db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, fmt.Sprintf("after-restart-%d", i)) }); err != nil {
+			t.Fatalf("transaction %d after the server restarted: %v", i, err)
+		}
+	}
+	if n := countPatterns(t, db); n != 2*conns+2*(conns+1) {
+		t.Fatalf("%d rows, want %d", n, 2*conns+2*(conns+1))
+	}
+}
