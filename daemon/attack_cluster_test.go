@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -281,7 +282,14 @@ func TestAttackClusterSameInputOnTwoDaemonsAtOnce(t *testing.T) {
 		}
 		reqs := e.m.Requests()
 		if len(reqs) != rounds {
-			t.Fatalf("the model got %d requests, want %d", len(reqs), rounds)
+			var rows []struct {
+				Seq     int64          `db:"seq"`
+				Status  string         `db:"status"`
+				Outcome sql.NullString `db:"outcome"`
+				Error   sql.NullString `db:"error"`
+			}
+			e.b.db.Select(context.Background(), &rows, `SELECT seq, status, outcome, error FROM session_admissions WHERE target_session_id = ? ORDER BY seq`, e.sid)
+			t.Fatalf("the model got %d requests, want %d; admissions %+v", len(reqs), rounds, rows)
 		}
 		for i, r := range reqs {
 			if got, want := r.LastUserText(), fmt.Sprintf("text %d", i); got != want {
