@@ -152,7 +152,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, token: token, start: time.Now().UTC(),
 		hiddenFiles: []string{cfg.Auth.tokenPath(opt.Home)},
-		conns: map[*rpc.Conn]struct{}{}, revoked: map[string]bool{}, done: make(chan struct{})}
+		conns:       map[*rpc.Conn]struct{}{}, revoked: map[string]bool{}, done: make(chan struct{})}
 	d.metrics = newMetrics(d)
 	defer func() {
 		if err != nil {
