@@ -20,7 +20,7 @@ type layout struct {
 	root, home, work, tmp string
 }
 
-func newLayout(t *testing.T) layout {
+func newLayout(t testing.TB) layout {
 	t.Helper()
 	root := t.TempDir()
 	l := layout{root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), tmp: filepath.Join(root, "tmp")}

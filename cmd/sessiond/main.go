@@ -55,9 +55,13 @@ that daemon dies, with the same rules as a restart; a graceful stop hands
 its sessions over at once (docs/scale-out.md).
 
 Terminal commands run in a sandbox (config.yaml sandbox: {mode:
-workspace-write | read-only | off, network: false, writable_roots: []}):
-Landlock, seccomp, a private mount namespace and no capabilities, applied
-by this binary itself ("sessiond __sandbox-exec", a hidden entry). Where
+workspace-write | read-only | off, network: false, writable_roots: [],
+readable_roots: []}): a view of only what a command may use (system trees
+and your home read-only without its credential stores, the cwd and
+writable roots, a private /tmp; never the daemon's home, token file or
+store sockets), Landlock, seccomp, private mount, PID and IPC namespaces
+and no capabilities, applied by this binary itself ("sessiond
+__sandbox-exec", a hidden entry); setup errors run nothing. Where
 the kernel cannot sandbox, the daemon warns and every command needs
 approval, unless the config says sandbox: {mode: off}.
 
