@@ -8,6 +8,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -269,8 +270,9 @@ func toolKind(name string) acp.ToolKind {
 }
 
 // rawArgs decodes tool arguments (a JSON object, or a string holding one)
-// for rawInput.
+// for rawInput, its strings made visible (protocol.VisibleJSON).
 func rawArgs(args json.RawMessage) any {
+	args = protocol.VisibleJSON(args)
 	var s string
 	if json.Unmarshal(args, &s) == nil {
 		args = json.RawMessage(s)
@@ -283,10 +285,15 @@ func rawArgs(args json.RawMessage) any {
 }
 
 // toolResult reads a tool's result (the tool message content, or
-// tool.completed's result) into the text shown and whether it failed: a
-// terminal result fails on an error or a non-zero exit, a clarify result
-// on an error or a timeout.
+// tool.completed's result) into the text shown, made visible (newlines
+// kept), and whether it failed: a terminal result fails on an error or a
+// non-zero exit, a clarify result on an error or a timeout.
 func toolResult(name string, result string, ok *bool) (text string, failed bool) {
+	text, failed = toolResultOf(name, string(protocol.VisibleJSON(json.RawMessage(result))), ok)
+	return visible(text, true), failed
+}
+
+func toolResultOf(name string, result string, ok *bool) (text string, failed bool) {
 	var t terminalResult
 	if json.Unmarshal([]byte(result), &t) != nil {
 		return result, ok != nil && !*ok

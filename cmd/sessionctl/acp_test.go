@@ -267,3 +267,27 @@ func TestACPElicitationScope(t *testing.T) {
 		t.Errorf("other frames changed: %q", buf.String())
 	}
 }
+
+// What the bridge decodes from JSON held in a string (a tool call's
+// arguments, a tool message's result) reaches the editor made visible,
+// whether or not the connection already did it.
+func TestACPDecodedJSONIsVisible(t *testing.T) {
+	if text, _ := toolResult("terminal", `{"exit_code":0,"output":"a\u001b]0;t\u0007\r\nb"}`, nil); text != "a␛]0;t␇\nb" {
+		t.Errorf("toolResult text = %q", text)
+	}
+	if text, failed := toolResult("terminal", `{"error":"x\u001b[2J"}`, nil); text != "x␛[2J" || !failed {
+		t.Errorf("toolResult error = %q, %v", text, failed)
+	}
+	for _, args := range []string{`{"command":"a\u001b[2J\rb"}`, `"{\"command\":\"a\\u001b[2J\\rb\"}"`} {
+		in, _ := rawArgs(json.RawMessage(args)).(map[string]any)
+		if in["command"] != "a␛[2J␍b" {
+			t.Errorf("rawArgs(%s) = %#v", args, rawArgs(json.RawMessage(args)))
+		}
+		if got := toolTitle("terminal", json.RawMessage(args)); got != "a␛[2J␍b" {
+			t.Errorf("toolTitle(%s) = %q", args, got)
+		}
+	}
+	if raw := rawArgs(json.RawMessage(`{"output":"x\u0007"}`)); raw.(map[string]any)["output"] != "x␇" {
+		t.Errorf("rawArgs of a result = %#v", raw)
+	}
+}
