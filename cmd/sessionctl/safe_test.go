@@ -131,3 +131,21 @@ func TestToolSummaryShowsOneVisibleLine(t *testing.T) {
 		t.Errorf("resultSummary of clarify = %q", line)
 	}
 }
+
+// An error line and every other one-line text (oneLine) show escapes
+// visible: a daemon's refusal may quote another client's or the model's
+// strings.
+func TestErrorLineIsVisible(t *testing.T) {
+	var stderr bytes.Buffer
+	a := newApp(nil, nil, &stderr)
+	a.started = true
+	if code := a.exitCode(rpc.Errorf(rpc.ReasonNotFound, "session not found: ses_\x1b]0;title\x07\x1b[2J\r\nfake")); code != exitNotFound {
+		t.Fatalf("exit %d", code)
+	}
+	if got, want := stderr.String(), "sessionctl: session not found: ses_␛]0;title␇␛[2J fake\n"; got != want {
+		t.Fatalf("error line %q, want %q", got, want)
+	}
+	if got := oneLine("a\x1b[2K\rb\u202ec\n d"); got != "a␛[2Kb<U+202E>c d" {
+		t.Fatalf("oneLine = %q", got)
+	}
+}
