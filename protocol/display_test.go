@@ -119,3 +119,46 @@ func mustString(t *testing.T, s string) string {
 	}
 	return string(b)
 }
+
+// FuzzVisibleJSON: the result of VisibleJSON on JSON is JSON, and no
+// string in it, nor in JSON held in its strings at any depth, keeps a
+// character a terminal would act on.
+func FuzzVisibleJSON(f *testing.F) {
+	for _, s := range []string{`{"a":"\u001b[2J"}`, `"{\"c\":\"\\u001b\"}"`, `["\"\\\"\\\\u0007\\\"\""]`, `{"\u202e":[1,"\r"]}`, `" {\r\"a\":\"\\u009b\"}"`, `"x\ud800"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !json.Valid([]byte(in)) {
+			return
+		}
+		out := protocol.VisibleJSON(json.RawMessage(in))
+		if !json.Valid(out) {
+			t.Fatalf("VisibleJSON(%q) = %q, not JSON", in, out)
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case string:
+				if x != protocol.Visible(x) {
+					t.Fatalf("VisibleJSON(%q) = %q keeps a control in %q", in, out, x)
+				}
+				var inner any
+				if json.Unmarshal([]byte(x), &inner) == nil {
+					walk(inner)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			case map[string]any:
+				for k, e := range x {
+					walk(k)
+					walk(e)
+				}
+			}
+		}
+		var v any
+		json.Unmarshal(out, &v)
+		walk(v)
+	})
+}
