@@ -190,7 +190,8 @@ func stopFor(status, outcome, errText, resolveCmd string) (acp.StopReason, *acp.
 }
 
 // refusal maps a daemon refusal of prompt.submit to the request's error,
-// keeping the daemon's reason.
+// keeping the daemon's reason; its message and string data are made
+// visible (rpc's VisibleStrings covers results, not error responses).
 func refusal(err error) *acp.RequestError {
 	var e *rpc.Error
 	if re, ok := err.(*rpc.Error); ok {
@@ -201,13 +202,16 @@ func refusal(err error) *acp.RequestError {
 	}
 	data := map[string]any{"reason": string(e.Reason)}
 	for k, v := range e.Data {
+		if s, ok := v.(string); ok {
+			v = visible(s, true) // a refusal is not a result: the connection left it as it came
+		}
 		data[k] = v
 	}
 	code := e.Code
 	if code == 0 {
 		code = rpc.CodeRefused
 	}
-	return &acp.RequestError{Code: code, Message: e.Message, Data: data}
+	return &acp.RequestError{Code: code, Message: visible(e.Message, true), Data: data}
 }
 
 // promptText turns ACP prompt content into the daemon's input text: text

@@ -241,6 +241,12 @@ func TestACPRefusalKeepsTheDaemonReason(t *testing.T) {
 	if e.Code != rpc.CodeRefused || d["reason"] != "admission_conflict" || d["admission_id"] != "adm_1" || e.Message != "input id reused" {
 		t.Errorf("refusal = %+v", e)
 	}
+	// Refusals are not results: the connection leaves them as they are,
+	// and one may quote what another client or the model wrote.
+	e = refusal(rpc.Errorf(rpc.ReasonNotFound, "session not found: ses_\x1b]0;t\x07").With("error", "x\x1b[2J"))
+	if d := e.Data.(map[string]any); e.Message != "session not found: ses_␛]0;t␇" || d["error"] != "x␛[2J" {
+		t.Errorf("refusal = %q %v", e.Message, d)
+	}
 }
 
 func TestACPElicitationScope(t *testing.T) {
