@@ -68,36 +68,85 @@ func needsEscape(r rune) bool {
 }
 
 // VisibleJSON returns raw with Visible applied to every string (member
-// names included) of the JSON value; numbers keep their text. A value that
-// is not JSON is returned unchanged.
+// names included) of the JSON value, and to the strings of JSON held in a
+// string: a string whose text is a JSON object, array or string (a tool
+// call's arguments, a tool message holding its result) is decoded, made
+// visible the same way at any depth and re-encoded, so that a client
+// decoding it again (to show a command or its output) gets no escape
+// sequence either. Only strings that change are rewritten: member order,
+// numbers and spacing stay, and a "\r" between the tokens of JSON held in a
+// string becomes a space. A value that is not JSON is returned unchanged.
 func VisibleJSON(raw json.RawMessage) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
+	if !json.Valid(raw) {
 		return raw
 	}
-	out, err := json.Marshal(visibleValue(v))
-	if err != nil {
-		return raw
+	if out, changed := visibleJSONText(raw); changed {
+		return out
 	}
-	return out
+	return raw
 }
 
-func visibleValue(v any) any {
-	switch x := v.(type) {
-	case string:
-		return Visible(x)
-	case []any:
-		for i := range x {
-			x[i] = visibleValue(x[i])
+// visibleJSONText rewrites the string literals of the valid JSON text b
+// (visibleLiteral) and its "\r" whitespace; changed reports whether
+// anything was rewritten. The work is about len(b) per level of JSON held
+// in a string, and each level's quotes need a backslash more than the
+// level around it, so the levels are at most log2(len(b)).
+func visibleJSONText(b []byte) (out []byte, changed bool) {
+	out = make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			j := i + 1
+			for b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			lit, ch := visibleLiteral(b[i : j+1])
+			out, changed = append(out, lit...), changed || ch
+			i = j
+		case '\r':
+			out, changed = append(out, ' '), true
+		default:
+			out = append(out, c)
 		}
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[Visible(k)] = visibleValue(e)
-		}
-		return m
 	}
-	return v
+	return out, changed
+}
+
+// visibleLiteral returns the JSON string literal lit with its text made
+// visible (visibleString), re-encoded only when that changed it.
+func visibleLiteral(lit []byte) ([]byte, bool) {
+	var s string
+	if bytes.IndexByte(lit, '\\') < 0 {
+		s = string(lit[1 : len(lit)-1])
+	} else if json.Unmarshal(lit, &s) != nil {
+		return lit, false
+	}
+	v := visibleString(s)
+	if v == s {
+		return lit, false
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<U+202E>" stays readable in JSON shown as text
+	if enc.Encode(v) != nil {
+		return lit, false
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true
+}
+
+// visibleString is Visible, except that JSON text (an object, an array or
+// a string literal, possibly after whitespace) keeps being JSON: its
+// strings are made visible instead (visibleJSONText).
+func visibleString(s string) string {
+	t := strings.TrimLeft(s, " \t\r\n")
+	if t != "" && (t[0] == '{' || t[0] == '[' || t[0] == '"') && json.Valid([]byte(s)) {
+		if out, changed := visibleJSONText([]byte(s)); changed {
+			return string(out)
+		}
+		return s
+	}
+	return Visible(s)
 }

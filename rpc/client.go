@@ -64,9 +64,11 @@ type DialOptions struct {
 	// means DefaultNotificationQueue.
 	NotificationQueue int
 	// VisibleStrings, when set, applies protocol.Visible to every string of
-	// results and notification params, for clients that print what they
-	// receive on a terminal (sessionctl): escape sequences a model or
-	// another client put there are shown, never interpreted.
+	// results and notification params, and to the strings of JSON held in
+	// a string (tool-call arguments, tool results; protocol.VisibleJSON),
+	// for clients that print what they receive on a terminal (sessionctl):
+	// escape sequences a model or another client put there are shown,
+	// never interpreted. Error responses are left as they are.
 	VisibleStrings bool
 	// WriteTimeout bounds one frame write; zero means DefaultWriteTimeout.
 	// A call's own context bounds only the wait for its response, so

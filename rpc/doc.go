@@ -11,8 +11,9 @@
 // other Go clients: bearer-token or subprotocol authentication, concurrent
 // calls matched by id, errors as *Error so errors.Is works on reasons, and
 // notifications through a bounded queue; DialOptions.VisibleStrings makes
-// control characters of everything received visible (protocol.Visible) for
-// clients that print it.
+// control characters of everything received visible (protocol.VisibleJSON:
+// every string, and the strings of JSON held in a string) for clients that
+// print it.
 //
 // It must not know about SQLite, FIFOs or the agent: handlers are plain
 // functions registered on a Mux by the daemon.

@@ -8,6 +8,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -189,7 +190,8 @@ func stopFor(status, outcome, errText, resolveCmd string) (acp.StopReason, *acp.
 }
 
 // refusal maps a daemon refusal of prompt.submit to the request's error,
-// keeping the daemon's reason.
+// keeping the daemon's reason; its message and string data are made
+// visible (rpc's VisibleStrings covers results, not error responses).
 func refusal(err error) *acp.RequestError {
 	var e *rpc.Error
 	if re, ok := err.(*rpc.Error); ok {
@@ -200,13 +202,16 @@ func refusal(err error) *acp.RequestError {
 	}
 	data := map[string]any{"reason": string(e.Reason)}
 	for k, v := range e.Data {
+		if s, ok := v.(string); ok {
+			v = visible(s, true) // a refusal is not a result: the connection left it as it came
+		}
 		data[k] = v
 	}
 	code := e.Code
 	if code == 0 {
 		code = rpc.CodeRefused
 	}
-	return &acp.RequestError{Code: code, Message: e.Message, Data: data}
+	return &acp.RequestError{Code: code, Message: visible(e.Message, true), Data: data}
 }
 
 // promptText turns ACP prompt content into the daemon's input text: text
@@ -269,8 +274,9 @@ func toolKind(name string) acp.ToolKind {
 }
 
 // rawArgs decodes tool arguments (a JSON object, or a string holding one)
-// for rawInput.
+// for rawInput, its strings made visible (protocol.VisibleJSON).
 func rawArgs(args json.RawMessage) any {
+	args = protocol.VisibleJSON(args)
 	var s string
 	if json.Unmarshal(args, &s) == nil {
 		args = json.RawMessage(s)
@@ -283,10 +289,15 @@ func rawArgs(args json.RawMessage) any {
 }
 
 // toolResult reads a tool's result (the tool message content, or
-// tool.completed's result) into the text shown and whether it failed: a
-// terminal result fails on an error or a non-zero exit, a clarify result
-// on an error or a timeout.
+// tool.completed's result) into the text shown, made visible (newlines
+// kept), and whether it failed: a terminal result fails on an error or a
+// non-zero exit, a clarify result on an error or a timeout.
 func toolResult(name string, result string, ok *bool) (text string, failed bool) {
+	text, failed = toolResultOf(name, string(protocol.VisibleJSON(json.RawMessage(result))), ok)
+	return visible(text, true), failed
+}
+
+func toolResultOf(name string, result string, ok *bool) (text string, failed bool) {
 	var t terminalResult
 	if json.Unmarshal([]byte(result), &t) != nil {
 		return result, ok != nil && !*ok

@@ -241,6 +241,12 @@ func TestACPRefusalKeepsTheDaemonReason(t *testing.T) {
 	if e.Code != rpc.CodeRefused || d["reason"] != "admission_conflict" || d["admission_id"] != "adm_1" || e.Message != "input id reused" {
 		t.Errorf("refusal = %+v", e)
 	}
+	// Refusals are not results: the connection leaves them as they are,
+	// and one may quote what another client or the model wrote.
+	e = refusal(rpc.Errorf(rpc.ReasonNotFound, "session not found: ses_\x1b]0;t\x07").With("error", "x\x1b[2J"))
+	if d := e.Data.(map[string]any); e.Message != "session not found: ses_␛]0;t␇" || d["error"] != "x␛[2J" {
+		t.Errorf("refusal = %q %v", e.Message, d)
+	}
 }
 
 func TestACPElicitationScope(t *testing.T) {
@@ -265,5 +271,29 @@ func TestACPElicitationScope(t *testing.T) {
 	w.Write(other)
 	if buf.String() != string(other) {
 		t.Errorf("other frames changed: %q", buf.String())
+	}
+}
+
+// What the bridge decodes from JSON held in a string (a tool call's
+// arguments, a tool message's result) reaches the editor made visible,
+// whether or not the connection already did it.
+func TestACPDecodedJSONIsVisible(t *testing.T) {
+	if text, _ := toolResult("terminal", `{"exit_code":0,"output":"a\u001b]0;t\u0007\r\nb"}`, nil); text != "a␛]0;t␇\nb" {
+		t.Errorf("toolResult text = %q", text)
+	}
+	if text, failed := toolResult("terminal", `{"error":"x\u001b[2J"}`, nil); text != "x␛[2J" || !failed {
+		t.Errorf("toolResult error = %q, %v", text, failed)
+	}
+	for _, args := range []string{`{"command":"a\u001b[2J\rb"}`, `"{\"command\":\"a\\u001b[2J\\rb\"}"`} {
+		in, _ := rawArgs(json.RawMessage(args)).(map[string]any)
+		if in["command"] != "a␛[2J␍b" {
+			t.Errorf("rawArgs(%s) = %#v", args, rawArgs(json.RawMessage(args)))
+		}
+		if got := toolTitle("terminal", json.RawMessage(args)); got != "a␛[2J␍b" {
+			t.Errorf("toolTitle(%s) = %q", args, got)
+		}
+	}
+	if raw := rawArgs(json.RawMessage(`{"output":"x\u0007"}`)); raw.(map[string]any)["output"] != "x␇" {
+		t.Errorf("rawArgs of a result = %#v", raw)
 	}
 }

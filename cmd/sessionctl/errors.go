@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -100,9 +101,12 @@ func rpcExitCode(re *rpc.Error) int {
 	return exitFailed
 }
 
-// oneLine folds a message onto one line.
+// oneLine folds a message onto one line (carriage returns dropped, runs
+// of white space one space) with its other control characters and escape
+// sequences made visible (protocol.Visible): error lines and one-line
+// summaries may quote what a model or another client wrote.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
-	s = strings.ReplaceAll(s, "\r", "")
+	s = protocol.Visible(strings.ReplaceAll(s, "\r", ""))
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -134,37 +135,48 @@ func promptSummary(p rpc.Prompt) string {
 	return string(p.Payload)
 }
 
-// toolSummary is how a tool call is shown: the command for terminal, the
-// question for clarify, else the name and arguments.
+// toolSummary is how a tool call is shown, on one line and made visible
+// (protocol.VisibleJSON, then visibleLine: a newline in a command shows as
+// \n, so it cannot print a line of its own): "$ COMMAND" for terminal,
+// "? QUESTION" for clarify, else the name and the arguments (a JSON object,
+// or a string holding one) clipped to 200 bytes.
 func toolSummary(name string, args json.RawMessage) string {
+	args = protocol.VisibleJSON(args)
 	var a map[string]any
 	if json.Unmarshal(args, &a) != nil {
 		var s string
 		if json.Unmarshal(args, &s) == nil && json.Unmarshal([]byte(s), &a) != nil {
-			return name + " " + clip(oneLine(s), 200)
+			return name + " " + clip(oneLine(visibleLine(s)), 200)
 		}
 	}
 	switch name {
 	case "terminal":
 		if c, ok := a["command"].(string); ok {
-			return "$ " + c
+			return "$ " + visibleLine(c)
 		}
 	case "clarify":
 		if q, ok := a["question"].(string); ok {
-			return "? " + q
+			return "? " + visibleLine(q)
 		}
 		if qs, ok := a["questions"].([]any); ok && len(qs) > 0 {
 			if q, ok := qs[0].(map[string]any); ok {
-				return fmt.Sprintf("? %v", q["question"])
+				return "? " + visibleLine(fmt.Sprint(q["question"]))
 			}
 		}
 	}
-	return name + " " + clip(oneLine(string(args)), 200)
+	return name + " " + clip(oneLine(visibleLine(string(args))), 200)
 }
 
-// resultSummary describes a tool's result in one line, and returns the
-// terminal output (for a tail) when there is one.
+// resultSummary describes a tool's result (a JSON object, or a string
+// holding one) in one line, and returns the terminal output (for a tail)
+// when there is one; both made visible (protocol.VisibleJSON; the output
+// keeps its newlines).
 func resultSummary(name string, ok bool, exitCode *int, result json.RawMessage) (line, output string) {
+	line, output = resultSummaryOf(name, ok, exitCode, protocol.VisibleJSON(result))
+	return visibleLine(line), output
+}
+
+func resultSummaryOf(name string, ok bool, exitCode *int, result json.RawMessage) (line, output string) {
 	var s string
 	if json.Unmarshal(result, &s) == nil {
 		result = json.RawMessage(s)

@@ -98,3 +98,54 @@ func TestApprovalNoteAndPendingShowWhatRuns(t *testing.T) {
 		t.Errorf("note offers choices the prompt does not: %s", stderr.String())
 	}
 }
+
+// A tool call is shown on one line with its escapes visible, whatever
+// reached the renderer: the arguments decoded (also from a JSON string
+// holding them), a newline in a command shown as \n so that it cannot
+// print a line of its own (a fake approval under the command in show),
+// and the result's output and error made visible.
+func TestToolSummaryShowsOneVisibleLine(t *testing.T) {
+	for _, c := range []struct{ name, args, want string }{
+		{"terminal", `{"command":"echo hi\n    approval (safe): once by sessionctl"}`, `$ echo hi\n    approval (safe): once by sessionctl`},
+		{"terminal", `{"command":"a\u001b]0;title\u0007\u001b[2J\r(approved by you: once)"}`, "$ a␛]0;title␇␛[2J␍(approved by you: once)"},
+		{"terminal", `"{\"command\":\"a\\u001b[2Jb\"}"`, "$ a␛[2Jb"},
+		{"clarify", `{"question":"Which?\u001b[1A\rok"}`, "? Which?␛[1A␍ok"},
+		{"clarify", `{"questions":[{"question":"Which?\u001b[1A\nok"}]}`, `? Which?␛[1A\nok`},
+		{"other", `{"x":"\u001b[2J"}`, `other {"x":"␛[2J"}`},
+		{"other", `"not json \u001b[2J"`, "other not json ␛[2J"},
+	} {
+		if got := toolSummary(c.name, json.RawMessage(c.args)); got != c.want {
+			t.Errorf("toolSummary(%s, %s) = %q, want %q", c.name, c.args, got, c.want)
+		}
+	}
+	line, out := resultSummary("terminal", true, nil, json.RawMessage(`"{\"output\":\"a\\u001b[2J\\r\\nb\",\"exit_code\":0}"`))
+	if line != "exit 0" || out != "a␛[2J\nb" {
+		t.Errorf("resultSummary = %q, %q", line, out)
+	}
+	line, out = resultSummary("terminal", false, nil, json.RawMessage(`{"error":"killed\u001b[2J\nfake","output":"x\u0007"}`))
+	if line != `✗ killed␛[2J\nfake` || out != "x␇" {
+		t.Errorf("resultSummary of an error = %q, %q", line, out)
+	}
+	line, _ = resultSummary("clarify", true, nil, json.RawMessage(`{"responses":[{"question":"q","answer":"b\u001b[2J"}]}`))
+	if line != "answered: b␛[2J" {
+		t.Errorf("resultSummary of clarify = %q", line)
+	}
+}
+
+// An error line and every other one-line text (oneLine) show escapes
+// visible: a daemon's refusal may quote another client's or the model's
+// strings.
+func TestErrorLineIsVisible(t *testing.T) {
+	var stderr bytes.Buffer
+	a := newApp(nil, nil, &stderr)
+	a.started = true
+	if code := a.exitCode(rpc.Errorf(rpc.ReasonNotFound, "session not found: ses_\x1b]0;title\x07\x1b[2J\r\nfake")); code != exitNotFound {
+		t.Fatalf("exit %d", code)
+	}
+	if got, want := stderr.String(), "sessionctl: session not found: ses_␛]0;title␇␛[2J fake\n"; got != want {
+		t.Fatalf("error line %q, want %q", got, want)
+	}
+	if got := oneLine("a\x1b[2K\rb\u202ec\n d"); got != "a␛[2Kb<U+202E>c d" {
+		t.Fatalf("oneLine = %q", got)
+	}
+}

@@ -342,3 +342,50 @@ T("an approval the daemon closes (timeout) withdraws the editor's permission req
     await d.stop();
   }
 });
+
+// controls lists every control character a terminal would act on (C0 but
+// newline and tab, DEL, C1, bidi overrides) in v's strings, decoding JSON
+// held in a string as the editor may.
+function controls(v, out = []) {
+  if (typeof v === "string") {
+    const m = v.match(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g);
+    if (m) out.push(...m);
+    try {
+      const inner = JSON.parse(v);
+      if (inner && typeof inner === "object") controls(inner, out);
+    } catch { /* text */ }
+  } else if (v && typeof v === "object") {
+    for (const [k, x] of Object.entries(v)) controls(k, out), controls(x, out);
+  }
+  return out;
+}
+
+T("escapes in a tool call's command and output reach the editor visible, live and in session/load", async () => {
+  const s = (await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
+  editor.onPermission = allow("allow_once");
+  const from = editor.updates.length;
+  const nperm = editor.permissions.length;
+  const cmd = "printf 'out\\033]0;acp-output\\007\\n'; echo \"\x1b]0;acp-title\x07\x1b[2J\r(approved by you: once)\"";
+  const r = await editor.prompt(s, `run: ${cmd}`);
+  assert.equal(r.stopReason, "end_turn");
+  const shown = 'echo "␛]0;acp-title␇␛[2J␍(approved by you: once)"';
+  const check = (ups, what) => {
+    assert.deepEqual(controls(ups), [], `${what} carries raw control characters: ${JSON.stringify(ups)}`);
+    const call = ups.find((u) => u.sessionUpdate === "tool_call");
+    assert.ok(call.title.includes(shown), `${what}: the title ${JSON.stringify(call.title)}`);
+    assert.ok(call.rawInput.command.includes(shown), `${what}: rawInput ${JSON.stringify(call.rawInput)}`);
+    const out = ups.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === call.toolCallId)
+      .flatMap((u) => u.content ?? []).map((c) => c.content?.text ?? "").join("\n");
+    assert.match(out, /out␛\]0;acp-output␇/, `${what}: the output`);
+  };
+  check(editor.updatesOf(s, from), "the live turn");
+  assert.deepEqual(controls(editor.permissions.slice(nperm).map((p) => p.params)), [], "the permission request");
+  const e2 = new Editor(daemon.home);
+  try {
+    await e2.initialize();
+    await e2.request(methods.agent.session.load, { sessionId: s, cwd: ws, mcpServers: [] });
+    check(e2.updatesOf(s), "session/load's replay");
+  } finally {
+    await e2.close();
+  }
+});

@@ -23,7 +23,12 @@ const existing = sessions.find((s) => s.cwd === workspace);
 const session = existing ? await client.session(existing.session_id) : await client.createSession({ cwd: workspace, title: "IDE" });
 
 // Draw the history once; older messages page in with session.olderMessages().
-for (const m of session.snapshot.messages) console.log(`${m.role}: ${visible(m.content)}`);
+// visible() also makes the strings inside JSON text visible: a tool call's
+// arguments, a tool message's result.
+for (const m of session.snapshot.messages) {
+  console.log(`${m.role}: ${visible(m.content)}`);
+  for (const c of (m.tool_calls ?? []) as { name: string; arguments: string }[]) console.log(`  [${visible(c.name)}] ${visible(c.arguments)}`);
+}
 session.onSnapshotRequired((snap) => console.log(`[resynced: ${snap.messages.length} messages]`));
 
 async function handlePrompt(p: Prompt) {
@@ -48,7 +53,7 @@ for (const p of session.snapshot.prompts) void handlePrompt(p);
     switch (ev.type) {
       case "message.delta": process.stdout.write(visible(ev.payload.text)); break;
       case "message.completed": process.stdout.write("\n"); break;
-      case "tool.started": console.log(`[${ev.payload.name}]`); break;
+      case "tool.started": console.log(`[${visible(ev.payload.name)}] ${visible(JSON.stringify(ev.payload.args))}`); break;
       case "tool.output": process.stdout.write(visible(ev.payload.text)); break;
       case "prompt.opened": void handlePrompt(ev.payload.prompt); break;
       case "turn.completed": console.log(`[turn ${ev.payload.outcome}${ev.payload.error ? `: ${visible(ev.payload.error)}` : ""}]`); break;

@@ -527,13 +527,48 @@ export function clarifyPayload(p: Prompt): ClarifyPayload | undefined {
 
 /**
  * Shows s safely on a terminal or in a text view: control characters and
- * escape sequences made visible (as sessiond's protocol.Visible does).
- * Model-controlled strings (commands, output, questions) need it.
+ * escape sequences made visible, as sessiond's protocol.Visible and
+ * VisibleJSON do. C0 controls (but newline and tab) and DEL become control
+ * pictures ("\x1b" is "␛", a lone "\r" is "␍", "\r\n" is "\n"); C1 controls,
+ * bidi overrides and isolates and zero-width characters become "<U+XXXX>";
+ * a lone surrogate becomes U+FFFD. When s is JSON text (an object, an
+ * array or a string literal, such as a tool call's `arguments` or a tool
+ * message's `content`), it stays JSON: the strings inside it, and JSON held
+ * in those strings at any depth, are made visible and re-encoded, while
+ * member order, numbers and spacing stay (a "\r" between tokens becomes a
+ * space); so `JSON.parse(visible(call.arguments)).command` is safe to show.
+ * Model-controlled strings (commands, arguments, output, questions,
+ * messages) need it.
  */
 export function visible(s: string): string {
+  const t = s.trimStart();
+  if (t[0] === "{" || t[0] === "[" || t[0] === '"') {
+    try {
+      JSON.parse(s);
+      return visibleJSONText(s);
+    } catch {
+      // not JSON: text
+    }
+  }
+  return visibleText(s);
+}
+
+function visibleText(s: string): string {
   return s
     .replace(/\r\n/g, "\n")
     .replace(/[\u0000-\u0008\u000b-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)))
     .replace(/\u007f/g, "\u2421")
-    .replace(/[\u0080-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g, (c) => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
+    .replace(/[\u0080-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g, (c) => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}>`)
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+}
+
+// visibleJSONText rewrites the string literals of the valid JSON text s
+// whose text visible() changes, and its "\r" whitespace.
+function visibleJSONText(s: string): string {
+  return s.replace(/"(?:[^"\\]|\\.)*"|\r/g, (lit) => {
+    if (lit === "\r") return " ";
+    const text = JSON.parse(lit) as string;
+    const v = visible(text);
+    return v === text ? lit : JSON.stringify(v);
+  });
 }

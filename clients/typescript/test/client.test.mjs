@@ -103,4 +103,48 @@ test("SIGKILL and restart mid-stream: every durable event once, in order; queued
 test("visible() shows escape sequences instead of running them", () => {
   assert.equal(visible("a\x1b[2K\rb\u202ec"), "a␛[2K␍b<U+202E>c");
   assert.equal(visible("line\r\nnext\ttab"), "line\nnext\ttab");
+  assert.equal(visible("lone \ud800 surrogate"), "lone \ufffd surrogate"); // as invalid UTF-8 in protocol.Visible
+});
+
+// rawControl is the first control character a terminal would act on, or "".
+const rawControl = (s) => /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.exec(s)?.[0] ?? "";
+
+test("visible() decodes JSON inside a string and makes its strings visible too", () => {
+  // Tool-call arguments: JSON text whose strings hold escapes as \u001b.
+  const args = JSON.stringify({ command: "echo \x1b]0;title\x07\r(approved)", n: 12345678901234567890n.toString(), big: 1 });
+  const v = visible(args);
+  assert.equal(rawControl(JSON.parse(v).command), "");
+  assert.equal(JSON.parse(v).command, "echo ␛]0;title␇␍(approved)");
+  // Only the strings change: member order, numbers and spacing stay.
+  assert.equal(visible('{"b": 12345678901234567890, "a": "\\u001b[2J"}'), '{"b": 12345678901234567890, "a": "␛[2J"}');
+  // Nested again (a tool result holding JSON in a string), arrays, names.
+  const nested = JSON.stringify({ result: JSON.stringify({ output: "x\x1b[31m\u202e" }), list: ["\x07", { "k\x1b": "v" }] });
+  const n = JSON.parse(visible(nested));
+  assert.equal(JSON.parse(n.result).output, "x␛[31m<U+202E>");
+  assert.deepEqual(n.list, ["␇", { "k␛": "v" }]);
+  // A JSON string literal as the whole text, and whitespace CRs.
+  assert.equal(visible('"\\u001b[2J"'), '"␛[2J"');
+  assert.equal(rawControl(visible('{\r"a":1}')), "");
+  // Clean JSON and text that only looks like JSON are left as they are.
+  assert.equal(visible('{"a":"\\u00e9","b":[1,2]}'), '{"a":"\\u00e9","b":[1,2]}');
+  assert.equal(visible('{"a":"\\u001b" broken'), '{"a":"\\u001b" broken');
+});
+
+test("a command's escapes in the transcript are visible after visible() of the arguments and the result", async (t) => {
+  const { d, client } = await setup(t);
+  const s = await client.createSession({ cwd: d.cwd });
+  const events = record(s);
+  s.on("prompt.opened", (ev) => approvalPayload(ev.payload.prompt) && s.approve(ev.payload.prompt, "once"));
+  await s.submit("run: printf 'out\\033]0;by-output\\007'; echo \"\x1b]0;by-args\x07\r(approved by you: once)\"");
+  await eventually(() => events.some((e) => e.type === "turn.completed"), "the turn to end");
+  const snap = await client.call("session.resume", { session_id: s.sessionId });
+  const call = snap.messages.flatMap((m) => m.tool_calls ?? [])[0];
+  const result = snap.messages.find((m) => m.role === "tool");
+  assert.ok(call && result, `a tool call and its result in ${JSON.stringify(snap.messages)}`);
+  const args = visible(call.arguments);
+  assert.equal(rawControl(args), "");
+  assert.match(JSON.parse(args).command, /echo "␛\]0;by-args␇␍\(approved by you: once\)"/);
+  const out = visible(result.content);
+  assert.equal(rawControl(out), "");
+  assert.match(JSON.parse(out).output, /out␛\]0;by-output␇/);
 });
