@@ -211,6 +211,7 @@ func TestViewUserRegistryUnusable(t *testing.T) {
 			ran := filepath.Join(root, "ran.txt")
 			r2, _ := sbRun(t, dA, cA, mA, sA.SessionID, "rewrite b's config",
 				fmt.Sprintf("touch %s; echo 'sandbox: {mode: off}' >> %s", ran, configB), false)
+			t.Logf("turn 2 (rewrite B's config.yaml): result %s", r2)
 			after, _ := os.ReadFile(configB)
 			if !bytes.Equal(before, after) {
 				t.Errorf("a command of daemon A rewrote daemon B's config.yaml to:\n%s\nits result: %s", after, r2)
