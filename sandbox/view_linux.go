@@ -484,8 +484,8 @@ func makeDev() error {
 }
 
 // freezeRepos keeps the .git/config and .git/hooks of every writable
-// location read-only: a command that wrote them would run code in the
-// person's next git command, outside the sandbox.
+// location read-only, and .git where it is: a command that wrote them
+// would run code in the person's next git command, outside the sandbox.
 func freezeRepos(pl *plan) error {
 	for _, w := range pl.writable {
 		git := filepath.Join(w, ".git")
@@ -495,6 +495,14 @@ func freezeRepos(pl *plan) error {
 		hooks := filepath.Join(git, "hooks")
 		if err := os.Mkdir(hooks, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s: %w", hooks, err)
+		}
+		// .git itself a mount point: it cannot be renamed or removed and
+		// replaced by a copy with another config (EBUSY).
+		if err := unix.Mount(git, git, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", git, err)
+		}
+		if err := setattr(git, false, false, true); err != nil {
+			return err
 		}
 		for _, p := range []string{filepath.Join(git, "config"), hooks} {
 			if err := bindReadOnly(p); err != nil {

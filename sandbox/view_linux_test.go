@@ -210,12 +210,16 @@ func TestViewRepositoryConfigReadOnly(t *testing.T) {
 	}
 	cfg, _ := os.ReadFile(filepath.Join(l.work, ".git", "config"))
 	s := l.spec(ModeWorkspaceWrite, l.work)
-	for _, c := range []string{`git config core.fsmonitor "touch /tmp/x"`, `echo 'touch x' > .git/hooks/pre-commit`, `echo >> .git/config`} {
+	for _, c := range []string{`git config core.fsmonitor "touch /tmp/x"`, `echo 'touch x' > .git/hooks/pre-commit`, `echo >> .git/config`,
+		`mv .git .git.old`, `mv .git/hooks .git/h2`} {
 		if out, code := run(t, s, c); code == 0 {
 			t.Errorf("%q succeeded: %s", c, out)
 		}
 	}
 	mustFile(t, filepath.Join(l.work, ".git", "config"), string(cfg))
+	if _, err := os.Stat(filepath.Join(l.work, ".git", "HEAD")); err != nil {
+		t.Errorf(".git was emptied: %v", err)
+	}
 	if out, code := run(t, s, `echo a > f && git add f && git -c user.name=a -c user.email=a@b commit -qm one && git status --short`); code != 0 {
 		t.Errorf("everyday git fails (%d): %s", code, out)
 	}
