@@ -483,15 +483,11 @@ func makeDev() error {
 	return setattr("/dev", false, true, false)
 }
 
-// freezeRepos keeps the .git/config and .git/hooks of every writable
-// location read-only, and .git where it is: a command that wrote them
+// freezeRepos keeps the .git/config and .git/hooks of every repository in
+// the writable locations (findRepos) read-only, and .git where it is: a command that wrote them
 // would run code in the person's next git command, outside the sandbox.
 func freezeRepos(pl *plan) error {
-	for _, w := range pl.writable {
-		git := filepath.Join(w, ".git")
-		if fi, err := os.Lstat(git); err != nil || !fi.IsDir() {
-			continue
-		}
+	for _, git := range findRepos(pl.writable) {
 		hooks := filepath.Join(git, "hooks")
 		if err := os.Mkdir(hooks, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s: %w", hooks, err)
@@ -513,6 +509,51 @@ func freezeRepos(pl *plan) error {
 	return nil
 }
 
+// repoSearchDepth and repoSearchDirs bound the search for repositories
+// in the writable locations: their own .git, and those of the directories
+// up to this depth below them (a cwd holding the person's projects), at
+// most this many directories in all.
+const (
+	repoSearchDepth = 2
+	repoSearchDirs  = 1024
+)
+
+// findRepos returns the .git directories of the writable locations and of
+// their subdirectories up to repoSearchDepth (hidden ones and
+// node_modules skipped; symlinks not followed).
+func findRepos(writable []string) []string {
+	var out []string
+	seen, budget := map[string]bool{}, repoSearchDirs
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if seen[dir] || budget <= 0 {
+			return
+		}
+		seen[dir] = true
+		budget--
+		git := filepath.Join(dir, ".git")
+		if fi, err := os.Lstat(git); err == nil && fi.IsDir() {
+			out = append(out, git)
+		}
+		if depth == repoSearchDepth {
+			return
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && e.Name() != "node_modules" {
+				walk(filepath.Join(dir, e.Name()), depth+1)
+			}
+		}
+	}
+	for _, w := range writable {
+		walk(w, 0)
+	}
+	return out
+}
+
 // bindReadOnly binds p onto itself read-only when it exists (not a
 // symlink).
 func bindReadOnly(p string) error {
@@ -529,7 +570,9 @@ func bindReadOnly(p string) error {
 // freezeHome, when a writable location contains the user's home, makes
 // its StartupFiles read-only and its top level closed to new entries (so
 // none of them can be created): a view of its entries on a read-only
-// tmpfs, each bound from the real directory as it was.
+// tmpfs, each bound from the real directory as it was. The nested start-up
+// directories (.config/systemd, .local/bin, …) are made, empty, where
+// their parent exists, and bound read-only.
 func freezeHome(pl *plan) error {
 	top := map[string]bool{}
 	for _, f := range StartupFiles {
@@ -546,10 +589,20 @@ func freezeHome(pl *plan) error {
 		return err
 	}
 	for _, f := range StartupFiles {
-		if strings.Contains(f, "/") {
-			if err := bindReadOnly(filepath.Join(pl.home, f)); err != nil {
-				return err
+		if !strings.Contains(f, "/") {
+			continue
+		}
+		// A start-up directory that does not exist yet under one that does
+		// (~/.config/systemd in ~/.config) is made, empty, so that it can
+		// be bound read-only: else the command could make it and fill it.
+		p := filepath.Join(pl.home, f)
+		if _, err := os.Lstat(filepath.Dir(p)); err == nil {
+			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("%s: %w", p, err)
 			}
+		}
+		if err := bindReadOnly(p); err != nil {
+			return err
 		}
 	}
 	return nil

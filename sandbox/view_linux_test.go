@@ -217,6 +217,18 @@ func TestViewRepositoryConfigReadOnly(t *testing.T) {
 		}
 	}
 	mustFile(t, filepath.Join(l.work, ".git", "config"), string(cfg))
+	// A repository below the cwd (the cwd holds the person's projects).
+	for _, sub := range []string{"app", "group/lib"} {
+		repo := filepath.Join(l.work, sub)
+		if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		for _, c := range []string{`git -C ` + sub + ` config core.fsmonitor "touch /tmp/x"`, `echo 'touch x' > ` + sub + `/.git/hooks/pre-commit`} {
+			if out, code := run(t, s, c); code == 0 {
+				t.Errorf("%q succeeded: %s", c, out)
+			}
+		}
+	}
 	if _, err := os.Stat(filepath.Join(l.work, ".git", "HEAD")); err != nil {
 		t.Errorf(".git was emptied: %v", err)
 	}
@@ -236,7 +248,12 @@ func TestViewHomeStartupFilesReadOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(user, "notes"), []byte("n\n"), 0o644)
 	s := l.spec(ModeWorkspaceWrite, user)
 	s.Home = user
-	for _, c := range []string{`echo 'touch /tmp/x' >> ~/.bashrc`, `echo evil > ~/.bash_profile`, `echo evil > ~/.profile`, `mkdir -p ~/.config/fish && echo x > ~/.config/fish/config.fish`} {
+	os.MkdirAll(filepath.Join(user, ".config", "app"), 0o755)
+	os.MkdirAll(filepath.Join(user, ".local", "share"), 0o755)
+	for _, c := range []string{`echo 'touch /tmp/x' >> ~/.bashrc`, `echo evil > ~/.bash_profile`, `echo evil > ~/.profile`,
+		`mkdir -p ~/.config/fish && echo x > ~/.config/fish/config.fish`,
+		`mkdir -p ~/.config/systemd/user && echo x > ~/.config/systemd/user/evil.service`,
+		`mkdir -p ~/.local/bin && printf '#!/bin/sh\n' > ~/.local/bin/git`} {
 		if out, code := run(t, s, "HOME="+user+"; "+c); code == 0 {
 			t.Errorf("%q succeeded: %s", c, out)
 		}
@@ -245,7 +262,7 @@ func TestViewHomeStartupFilesReadOnly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(user, ".bash_profile")); err == nil {
 		t.Error(".bash_profile was created")
 	}
-	if out, code := run(t, s, `echo m >> notes && echo p > proj/f && mkdir proj/d`); code != 0 {
+	if out, code := run(t, s, `echo m >> notes && echo p > proj/f && mkdir proj/d && echo c > .config/app/c`); code != 0 {
 		t.Errorf("writes in the home fail (%d): %s", code, out)
 	}
 	mustFile(t, filepath.Join(user, "proj", "f"), "p\n")
