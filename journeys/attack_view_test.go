@@ -161,6 +161,12 @@ func TestViewSameUserTmuxServer(t *testing.T) {
 	}
 	v := startView(t, viewOpts{})
 	outside := t.TempDir()
+	// tmux's default socket directory: kill-server leaves the socket there,
+	// and the directory when this journey made it.
+	defDir := fmt.Sprintf("/tmp/tmux-%d", os.Geteuid())
+	if _, err := os.Stat(defDir); os.IsNotExist(err) {
+		t.Cleanup(func() { os.Remove(defDir) }) // only when empty
+	}
 	for _, sock := range [][]string{
 		{"-S", filepath.Join(t.TempDir(), "tmux.sock")},
 		{"-L", "sessiond-journey-" + viewRand()},
@@ -181,6 +187,9 @@ func TestViewSameUserTmuxServer(t *testing.T) {
 				cmd := exec.Command(tmux, append(append([]string{}, sock...), "kill-server")...)
 				cmd.Env = env
 				cmd.Run()
+				if sock[0] == "-L" {
+					os.Remove(filepath.Join(defDir, sock[1]))
+				}
 			})
 			host("set-option", "-g", "remain-on-exit", "on") // a window's pane stays, dead, when its command ends
 			proof := filepath.Join(outside, "tmux"+sock[0])
@@ -283,6 +292,11 @@ func TestViewMetadataWritesOutsideWritableRoots(t *testing.T) {
 			res := v.run(a, a)
 			if after := viewStat(t, f); after != before {
 				t.Errorf("%q changed the metadata of %s (outside every writable root): %+v, was %+v; result: %s", a, f, after, before, res)
+				// Undo it, so that the next check is its own.
+				os.Chown(f, int(before.uid), int(before.gid))
+				os.Chmod(f, 0o644)
+				os.Chtimes(f, then, then)
+				unix.Removexattr(f, "user.sessiond-journey")
 			}
 		}
 	}
@@ -647,22 +661,13 @@ func TestViewSessionTmpIsolation(t *testing.T) {
 		tmpA = strings.TrimSpace(string(b))
 		return strings.HasSuffix(string(b), "\n") && tmpA != ""
 	})
-	release := func() {
-		var f *os.File
-		fixtures.Eventually(t, wait, "session A's command to wait on the fifo", func() bool {
-			var err error
-			f, err = os.OpenFile(gate, os.O_WRONLY|unix.O_NONBLOCK, 0)
-			return err == nil
-		})
-		f.WriteString("go\n")
-		f.Close()
-	}
-	released := false
-	defer func() {
-		if !released {
-			release()
+	// Release A (its read of the fifo) also when the journey fails first.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(gate, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			f.WriteString("go\n")
+			f.Close()
 		}
-	}()
+	})
 
 	cmd := fmt.Sprintf(`ls -a /tmp | sed 's/^/TMP:/'; ls -a %s | sed 's/^/LS:/'; cat %s/view-secret-a; cat %s`,
 		tmpA, tmpA, real.Name())
@@ -676,8 +681,14 @@ func TestViewSessionTmpIsolation(t *testing.T) {
 	if strings.Contains(res.Output, realSecret) || strings.Contains(res.Output, "TMP:"+filepath.Base(real.Name())) {
 		t.Errorf("a command sees %s of the real /tmp: %s", real.Name(), res)
 	}
-	released = true
-	release()
+	var f *os.File
+	fixtures.Eventually(t, wait, "session A's command to wait on the fifo", func() bool {
+		var err error
+		f, err = os.OpenFile(gate, os.O_WRONLY|unix.O_NONBLOCK, 0)
+		return err == nil
+	})
+	f.WriteString("go\n")
+	f.Close()
 	if out := waitTurn(t, v.c, rA.AdmissionID); out != "completed" {
 		t.Fatalf("session A's turn: %s", out)
 	}
