@@ -29,7 +29,7 @@ func (h *harness) runSandboxed(t *testing.T, unavailable string) Result {
 	home := filepath.Join(t.TempDir(), "home")
 	os.Mkdir(home, 0o700)
 	return h.r.Run(ctx, Session{ID: "ses_1", Cwd: h.cwd, Model: "m", BaseURL: "http://127.0.0.1:1/v1", Toolsets: []string{"terminal"},
-		Sandbox: tools.SandboxSpec(sandbox.DefaultPolicy(), home), SandboxUnavailable: unavailable},
+		Sandbox: tools.SandboxSpec(sandbox.DefaultPolicy(), home, nil), SandboxUnavailable: unavailable},
 		Turn{SessionID: "ses_1", AdmissionID: "adm_1", Generation: 7})
 }
 

@@ -99,6 +99,12 @@ type SandboxConfig struct {
 	Network bool `yaml:"network"`
 	// WritableRoots are absolute directories writable besides the cwd.
 	WritableRoots []string `yaml:"writable_roots"`
+	// ReadableRoots are absolute paths readable besides the system trees,
+	// the user's home and $PATH: a credential store of the home (~/.ssh,
+	// ~/.aws, …, see sandbox.CredentialStores) is in the view only when
+	// named here. Applied to every session at each command (a session
+	// cannot change it).
+	ReadableRoots []string `yaml:"readable_roots"`
 }
 
 // Policy returns the sandbox policy the config describes.
@@ -107,7 +113,11 @@ func (c SandboxConfig) Policy() sandbox.Policy {
 	for _, r := range c.WritableRoots {
 		roots = append(roots, sandbox.RealPath(r)) // real paths: see sandbox.ErrSymlinkSwapped
 	}
-	p := sandbox.Policy{Mode: sandbox.Mode(c.Mode), Network: c.Network, WritableRoots: roots}
+	var readable []string
+	for _, r := range c.ReadableRoots {
+		readable = append(readable, sandbox.RealPath(r))
+	}
+	p := sandbox.Policy{Mode: sandbox.Mode(c.Mode), Network: c.Network, WritableRoots: roots, ReadableRoots: readable}
 	if p.Mode == sandbox.ModeOff {
 		p.Network = true
 	}

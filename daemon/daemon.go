@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,9 +99,13 @@ type Daemon struct {
 	// sandbox (nil: it can, or the mode is off).
 	sandboxErr error
 	// storeSockets are the unix sockets of the store's PostgreSQL server
-	// (none on SQLite or over TCP), kept out of every sandboxed command's
-	// reach like the home.
+	// (none on SQLite or over TCP): the DSN's and every one the server
+	// reports (store.DB.ServerSocketFiles), kept out of every sandboxed
+	// command's view like the home.
 	storeSockets []string
+	// hiddenFiles are the daemon's secrets outside its home that no
+	// command may read: auth.token_file.
+	hiddenFiles []string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -146,7 +151,8 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Info("created the token file auth.token_file: copy it to every daemon sharing this store", "path", cfg.Auth.tokenPath(opt.Home))
 	}
 	d := &Daemon{home: opt.Home, cfg: cfg, log: log, lock: lock, token: token, start: time.Now().UTC(),
-		conns: map[*rpc.Conn]struct{}{}, revoked: map[string]bool{}, done: make(chan struct{})}
+		hiddenFiles: []string{cfg.Auth.tokenPath(opt.Home)},
+		conns:       map[*rpc.Conn]struct{}{}, revoked: map[string]bool{}, done: make(chan struct{})}
 	d.metrics = newMetrics(d)
 	defer func() {
 		if err != nil {
@@ -181,6 +187,19 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
 	log.Info("store opened", "driver", string(driver), "database", d.db.Path())
+	if driver == store.Postgres {
+		// Every socket directory the server listens in, not only the DSN's.
+		socks, err := d.db.ServerSocketFiles(ctx)
+		if err != nil {
+			d.db.Close()
+			return nil, fmt.Errorf("read the PostgreSQL server's socket directories: %w", err)
+		}
+		for _, s := range socks {
+			if !slices.Contains(d.storeSockets, s) {
+				d.storeSockets = append(d.storeSockets, s)
+			}
+		}
+	}
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.observeEvent)
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -213,7 +232,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	// Every sandboxed command of every daemon of this user hides this home
 	// from now on, also when it lies in another daemon's workspace.
 	if err := sandbox.RegisterHome(opt.Home); err != nil {
-		log.Warn("this home could not be registered: commands of other sessiond daemons may change it when it lies in their workspace", "error", err.Error())
+		log.Warn("this home could not be registered: commands of other sessiond daemons may change it when it lies in their workspace; where the registry cannot be trusted, no sandboxed command runs until it is fixed", "error", err.Error())
 	}
 	// Probed in mode off too: sessions created earlier keep their own
 	// (frozen) sandbox and fail closed when it cannot be enforced.

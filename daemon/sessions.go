@@ -153,6 +153,7 @@ func (d *Daemon) policy(s sessionRow) sandbox.Policy {
 	if p.WritableRoots == nil {
 		p.WritableRoots = []string{}
 	}
+	p.ReadableRoots = d.cfg.Sandbox.Policy().ReadableRoots // the operator's, at every command
 	return p
 }
 

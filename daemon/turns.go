@@ -78,7 +78,7 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, OwnerEpoch: x.OwnerEpoch}
 	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
-		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.storeSockets...)
+		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.hiddenFiles, e.d.storeSockets...)
 		if e.d.sandboxErr != nil {
 			as.SandboxUnavailable = e.d.sandboxErr.Error()
 		}

@@ -33,24 +33,25 @@ func enter(s Spec, command string) error {
 	if err != nil {
 		return err
 	}
-	if err := mountNamespace(s); err != nil {
+	pl, err := makePlan(s, dirs)
+	if err != nil {
 		return err
 	}
-	// A /proc of the command's own PID namespace: ps shows its processes
-	// only, and /proc/self is this process.
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private (is this a private mount namespace?): %w", err)
 	}
-	// Re-enter the cwd: the process still stands in the directory it was
-	// started in, beneath any mount placed over it here. It must still be
-	// the directory opened above (the mounts did not move it).
+	if err := buildView(s, pl); err != nil {
+		return err
+	}
+	// Enter the cwd in the view: the bind of the directory opened above
+	// (a cwd that is a protected directory or the home frozen for its
+	// start-up files is the read-only view of it that buildView made).
 	if s.Cwd != "" {
 		if err := unix.Chdir(s.Cwd); err != nil {
 			return fmt.Errorf("chdir %s: %w", s.Cwd, err)
 		}
-		// (A cwd that is a protected directory itself is now the read-only
-		// view of it that mountNamespace made.)
-		if err := sameDir(".", dirs[s.Cwd]); err != nil && !slices.Contains(s.Protected, s.Cwd) {
+		frozen := (pl.homeWritable && s.Cwd == pl.home) || slices.ContainsFunc(pl.targets, func(t target) bool { return t.path == s.Cwd })
+		if err := sameDir(".", dirs[s.Cwd]); err != nil && !frozen {
 			return fmt.Errorf("cwd %s: %w", s.Cwd, err)
 		}
 	}
@@ -62,14 +63,15 @@ func enter(s Spec, command string) error {
 	if s.Policy.Network {
 		cfg.HandledAccessNet = 0
 	}
+	// Writes only in the writable locations as the view shows them, the
+	// private /tmp and the devices.
 	rules := []landlock.Rule{
 		landlock.RODirs("/").WithResolveUnix(),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").IgnoreIfMissing(),
+		landlock.RWDirs("/tmp", "/dev/shm", "/dev/pts").IgnoreIfMissing().WithRefer(),
 	}
 	for _, w := range s.writable() {
-		// By the descriptor opened above, not the path: what is granted is
-		// the directory that was checked, whatever is renamed since.
-		rules = append(rules, landlock.RWDirs(fmt.Sprintf("/proc/self/fd/%d", dirs[w].fd)).WithRefer().WithResolveUnix())
+		rules = append(rules, landlock.RWDirs(w).WithRefer().WithResolveUnix())
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
@@ -212,150 +214,6 @@ func resolved(s Spec) Spec {
 	return s
 }
 
-// mountNamespace makes every mount private (nothing done here reaches
-// the daemon's namespace) and places the protected directories out of
-// reach.
-func mountNamespace(s Spec) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private (is this a private mount namespace?): %w", err)
-	}
-	writable := s.writable()
-	for _, p := range s.Protected {
-		p = filepath.Clean(p)
-		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-			continue // nothing there to protect; it cannot be created in a read-only parent either way
-		}
-		// Pin every directory between a writable location and p as a
-		// mount point, outermost first, so that none can be renamed or
-		// removed (EBUSY) and p stays where the daemon looks for it.
-		for _, w := range writable {
-			if !Within(p, w) || p == filepath.Clean(w) {
-				continue
-			}
-			var chain []string
-			for d := filepath.Dir(p); d != filepath.Clean(w) && d != "/" && Within(d, w); d = filepath.Dir(d) {
-				chain = append(chain, d)
-			}
-			slices.Reverse(chain)
-			for _, d := range chain {
-				if err := bindSelf(d); err != nil {
-					return err
-				}
-			}
-		}
-		var inside []string
-		for _, w := range writable {
-			if Within(w, p) {
-				inside = append(inside, filepath.Clean(w))
-			}
-		}
-		if len(inside) == 0 {
-			// Nothing writable lies in p: hide it whole.
-			if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
-				return fmt.Errorf("hide %s: %w", p, err)
-			}
-			continue
-		}
-		// A writable location lies in p (the session's cwd is p or beneath
-		// it): keep those writable, freeze the rest of p read-only, and
-		// leave its secrets out. Not covers on the secrets' own names: the
-		// daemon replaces daemon.json by rename, which removes a mount on
-		// the old name from every namespace. Instead p becomes a read-only
-		// tmpfs holding p's entries as bind mounts (taken through a
-		// descriptor of the real p), and the secrets as empty files of
-		// its own, which no rename in the real p reaches.
-		for _, w := range inside {
-			if w == p {
-				continue
-			}
-			if err := bindSelf(w); err != nil {
-				return err
-			}
-		}
-		if err := viewWithout(p, s.CoveredFiles, inside); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// viewWithout replaces p, in this mount namespace, by a read-only tmpfs
-// that holds every entry of p bound (recursively, read-only but for the
-// writable locations among them, which keep their own mounts) from the
-// real directory, except the names in covered, which are empty read-only
-// files or directories of the tmpfs. Entries created in p later do not
-// show.
-func viewWithout(p string, covered, writable []string) error {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", p, err)
-	}
-	defer unix.Close(fd)
-	ents, err := os.ReadDir(p)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", p, err)
-	}
-	if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
-		return fmt.Errorf("hide %s: %w", p, err)
-	}
-	real := fmt.Sprintf("/proc/self/fd/%d", fd)
-	for _, e := range ents {
-		name := e.Name()
-		dst := filepath.Join(p, name)
-		src := filepath.Join(real, name)
-		switch {
-		case slices.Contains(covered, name) && e.IsDir():
-			err = os.Mkdir(dst, 0o500)
-		case slices.Contains(covered, name):
-			err = os.WriteFile(dst, nil, 0o400)
-		case e.Type()&os.ModeSymlink != 0:
-			var t string
-			if t, err = os.Readlink(src); err == nil {
-				err = os.Symlink(t, dst)
-			}
-		default:
-			if e.IsDir() {
-				err = os.Mkdir(dst, 0o755)
-			} else {
-				err = os.WriteFile(dst, nil, 0o600)
-			}
-			if err == nil {
-				err = unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, "")
-			}
-			if err == nil && !slices.Contains(writable, dst) {
-				err = remountReadOnly(dst)
-			}
-		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) { // gone since the listing: leave it out
-			return fmt.Errorf("view of %s: %s: %w", p, name, err)
-		}
-	}
-	return remountReadOnly(p)
-}
-
-// bindSelf bind-mounts d (recursively) onto itself: d becomes a mount
-// point, which cannot be renamed or removed.
-func bindSelf(d string) error {
-	if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", d, err)
-	}
-	return nil
-}
-
-// remountReadOnly makes the bind mount at p read-only, keeping the flags
-// the kernel locks (nosuid, nodev, noexec, atime) as they are.
-func remountReadOnly(p string) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(p, &st); err != nil {
-		return fmt.Errorf("statfs %s: %w", p, err)
-	}
-	keep := uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
-	if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|keep, ""); err != nil {
-		return fmt.Errorf("remount %s read-only: %w", p, err)
-	}
-	return nil
-}
-
 // dropCapabilities empties the bounding and ambient sets, then the
 // inheritable, permitted and effective ones: even root keeps no
 // capability across the exec (no CAP_SYS_PTRACE to read a non-dumpable
@@ -383,31 +241,64 @@ func dropCapabilities() error {
 	return nil
 }
 
-// seccompPolicy refuses, with EPERM, socket(2) and socketpair(2) for
-// every family but AF_UNIX, and io_uring (which could open sockets past
-// this filter), for this architecture's system calls.
-func seccompPolicy() seccomp.Policy {
-	return seccomp.Policy{
+// Mode bits the file-metadata filter looks at.
+const (
+	modeSetID = unix.S_ISUID | unix.S_ISGID
+	// modeDevice is set in S_IFCHR and S_IFBLK, in no other file type.
+	modeDevice = 0o020000
+)
+
+// seccompPolicy refuses, with EPERM, for this architecture's system
+// calls: making a file setuid or setgid (chmod, fchmod, fchmodat,
+// fchmodat2 with S_ISUID or S_ISGID; creating one so through open, openat
+// or creat with O_CREAT) — a copy of a shell left setuid in the workspace
+// would run as the daemon's user for anyone — and creating a device node
+// (mknod, mknodat of a character or block device). With the network off
+// (network false) also socket(2) and socketpair(2) for every family but
+// AF_UNIX, and io_uring (which could open sockets past this filter).
+func seccompPolicy(network bool) seccomp.Policy {
+	bits := func(arg uint32, v uint64) seccomp.ArgumentConditions {
+		return seccomp.ArgumentConditions{{Argument: arg, Operation: seccomp.BitsSet, Value: v}}
+	}
+	created := func(flagsArg, modeArg uint32) seccomp.ArgumentConditions {
+		return seccomp.ArgumentConditions{
+			{Argument: flagsArg, Operation: seccomp.BitsSet, Value: unix.O_CREAT},
+			{Argument: modeArg, Operation: seccomp.BitsSet, Value: modeSetID},
+		}
+	}
+	files := []seccomp.NameWithConditions{
+		{Name: "fchmod", Conditions: bits(1, modeSetID)},
+		{Name: "fchmodat", Conditions: bits(2, modeSetID)},
+		{Name: "fchmodat2", Conditions: bits(2, modeSetID)},
+		{Name: "mknodat", Conditions: bits(2, modeDevice)},
+		{Name: "openat", Conditions: created(2, 3)},
+	}
+	files = append(files, legacyFileCalls(bits, created)...)
+	p := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{
-				Action: seccomp.ActionErrno,
-				NamesWithCondtions: []seccomp.NameWithConditions{
-					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-					{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-				},
-			},
-			{
-				Action: seccomp.ActionErrno,
-				Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
+		Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, NamesWithCondtions: files}},
+	}
+	if network {
+		return p
+	}
+	p.Syscalls = append(p.Syscalls,
+		seccomp.SyscallGroup{
+			Action: seccomp.ActionErrno,
+			NamesWithCondtions: []seccomp.NameWithConditions{
+				{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+				{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
 			},
 		},
-	}
+		seccomp.SyscallGroup{
+			Action: seccomp.ActionErrno,
+			Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
+		})
+	return p
 }
 
 // loadSeccomp loads archFilter (every command: another architecture's or
-// an x32 system call kills the process) and, with the network off,
-// seccompPolicy after it. no_new_privs is set.
+// an x32 system call kills the process), then seccompPolicy.
+// no_new_privs is set.
 func loadSeccomp(network bool) error {
 	arch, err := archFilter()
 	if err != nil {
@@ -416,10 +307,7 @@ func loadSeccomp(network bool) error {
 	if err := loadRawFilter(arch); err != nil {
 		return fmt.Errorf("seccomp architecture filter: %w", err)
 	}
-	if network {
-		return nil
-	}
-	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccompPolicy()}); err != nil {
+	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccompPolicy(network)}); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil

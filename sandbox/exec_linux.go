@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,10 @@ const (
 	ExitSetupFailed = 126
 )
 
+// CommandOOMScoreAdj is the oom_score_adj of every sandboxed command and
+// what it starts (the highest: killed first under memory pressure).
+const CommandOOMScoreAdj = 1000
+
 // MinLandlockABI is the lowest Landlock ABI the sandbox accepts: 6 adds
 // signal and abstract-socket scoping, without which a command could kill
 // the daemon.
@@ -71,13 +76,14 @@ func (s Spec) Command(ctx context.Context, command string) (*exec.Cmd, error) {
 }
 
 // sysProcAttr is the daemon's side: the helper gets its own process group
-// and, as root, a private mount namespace and a PID namespace of its own,
+// and, as root, private mount and IPC namespaces (no SysV or POSIX IPC
+// object of the user's outside, none left behind) and a PID namespace of its own,
 // in which it is init (see initMain). Not root, the helper starts in
 // the daemon's namespaces and makes its own (see userNamespaced).
 func sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 {
-		a.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+		a.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 	}
 	return a
 }
@@ -101,7 +107,7 @@ func userNamespaced(s Spec, command string) int {
 	cmd := exec.Command(helperPath, stage2Arg, string(js), command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
@@ -285,6 +291,12 @@ func helperMain(args []string, stage2 bool) int {
 	var s Spec
 	if err := json.Unmarshal([]byte(args[0]), &s); err != nil {
 		fmt.Fprintf(os.Stderr, "sessiond sandbox: bad spec: %v\n", err)
+		return ExitSetupFailed
+	}
+	// The command and all it starts are the OOM killer's first choice,
+	// before the daemon, whose turn would be left unknown.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(CommandOOMScoreAdj)), 0); err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: oom_score_adj: %v\n", err)
 		return ExitSetupFailed
 	}
 	if s.Gate {

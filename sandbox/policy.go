@@ -46,6 +46,13 @@ type Policy struct {
 	// mode besides the session's cwd: real paths (RealPath) once the
 	// config is loaded or the session created.
 	WritableRoots []string `json:"writable_roots" yaml:"writable_roots"`
+	// ReadableRoots are absolute paths (directories or files) a command
+	// may read besides the system trees, the user's home, its $PATH and
+	// its writable locations; naming a credential store of the home
+	// (CredentialStores, e.g. /home/me/.ssh) or a directory containing it
+	// brings it into the view. Real paths once the config is loaded; a
+	// session keeps the configured ones.
+	ReadableRoots []string `json:"readable_roots,omitempty" yaml:"readable_roots"`
 }
 
 // DefaultPolicy is workspace-write without network or extra roots.
@@ -66,6 +73,11 @@ func (p Policy) Validate() error {
 			return fmt.Errorf("writable_roots[%d]: must be an absolute path, got %q", i, r)
 		}
 	}
+	for i, r := range p.ReadableRoots {
+		if !filepath.IsAbs(r) {
+			return fmt.Errorf("readable_roots[%d]: must be an absolute path, got %q", i, r)
+		}
+	}
 	return nil
 }
 
@@ -82,7 +94,7 @@ var ErrWiden = errors.New("a session may narrow the configured sandbox, never wi
 // p's: an empty Mode keeps p.Mode, a nil WritableRoots keeps p's roots,
 // and a nil network keeps p.Network.
 func (p Policy) Narrow(mode Mode, network *bool, roots []string) (Policy, error) {
-	out := Policy{Mode: p.Mode, Network: p.Network, WritableRoots: slices.Clone(p.WritableRoots)}
+	out := Policy{Mode: p.Mode, Network: p.Network, WritableRoots: slices.Clone(p.WritableRoots), ReadableRoots: slices.Clone(p.ReadableRoots)}
 	if mode != "" {
 		switch mode {
 		case ModeWorkspaceWrite, ModeReadOnly, ModeOff:
@@ -167,11 +179,19 @@ type Spec struct {
 	Cwd string `json:"cwd"`
 	// TempDir is the command's private, writable temp directory (TMPDIR).
 	TempDir string `json:"temp_dir"`
-	// Protected are directories no command may change (the daemon's home):
-	// hidden by an empty read-only tmpfs when no writable location lies
-	// inside, else bound read-only with CoveredFiles inside them replaced
-	// by an empty read-only file.
+	// Home is the user's home directory (the daemon's $HOME), in the view
+	// read-only without its CredentialStores; empty: not in the view.
+	Home string `json:"home,omitempty"`
+	// Protected are directories no command may see or change (the
+	// daemon's home, every registered home, the registry, the store's
+	// socket directories): wherever the view shows one (at its path or
+	// through another mount of its file system) it is an empty read-only
+	// tmpfs, or, when a writable location lies inside, a read-only view
+	// of its entries with CoveredFiles left out.
 	Protected []string `json:"protected,omitempty"`
+	// HiddenFiles are absolute files no command may read (auth.token_file):
+	// an empty read-only file wherever the view shows them.
+	HiddenFiles []string `json:"hidden_files,omitempty"`
 	// CoveredFiles are base names of files, in each protected directory,
 	// that no command may read (the database, the descriptor with the
 	// token, the config).

@@ -20,32 +20,52 @@ import (
 // its writable cwd. Entries persist after the daemon stops (its home
 // still holds a database); entries whose home is gone are pruned.
 //
-// The directory is the first of these that can be made safely (a real
-// directory, not a symlink, owned by this uid, mode 0700):
-// /run/sessiond-UID/homes, $XDG_RUNTIME_DIR/sessiond/homes,
-// $TMPDIR/sessiond-UID/homes. /run and $XDG_RUNTIME_DIR are emptied at
-// boot: a home is protected from other daemons' commands once its own
-// daemon has run since boot.
+// The candidates, most preferred first: /run/sessiond-UID/homes,
+// $XDG_RUNTIME_DIR/sessiond/homes, and, not for root, $TMPDIR/sessiond-UID/homes.
+// A daemon registers in the first that can be made; commands read every
+// one that exists (daemons of one user may differ in their environment).
+// The registry fails closed: a candidate that exists but is not a real
+// directory owned by this uid and closed to others (mode 0700), or that
+// cannot be read, is an error, and no sandboxed command runs (a command
+// that could switch the registry off would uncover every other home).
+// /run and $XDG_RUNTIME_DIR are emptied at boot: a home is protected from
+// other daemons' commands once its own daemon has run since boot.
 
-// RegistryDir returns the registry directory, made when missing; the
-// error says why none of the candidates can be used.
-func RegistryDir() (string, error) {
+// registryBases are the candidate directories (without "homes").
+var registryBases = func() []string {
 	uid := os.Getuid()
-	var cands []string
-	cands = append(cands, filepath.Join("/run", "sessiond-"+strconv.Itoa(uid)))
+	cands := []string{filepath.Join("/run", "sessiond-"+strconv.Itoa(uid))}
 	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
 		cands = append(cands, filepath.Join(x, "sessiond"))
 	}
-	cands = append(cands, filepath.Join(os.TempDir(), "sessiond-"+strconv.Itoa(uid)))
+	if uid != 0 { // root always has /run; a /tmp name could be squatted by anyone
+		cands = append(cands, filepath.Join(os.TempDir(), "sessiond-"+strconv.Itoa(uid)))
+	}
+	return cands
+}
+
+// ErrRegistryUnsafe is wrapped by the registry's errors when a candidate
+// directory exists but cannot be trusted or read.
+var ErrRegistryUnsafe = errors.New("the registry of daemon homes cannot be trusted; no sandboxed command runs until it is fixed")
+
+// RegistryDir returns the directory this daemon registers its home in:
+// the first candidate that is or can be made safely. An existing unsafe
+// candidate is an error wrapping ErrRegistryUnsafe; the error says why
+// none can be used.
+func RegistryDir() (string, error) {
+	uid := os.Getuid()
 	var errs []error
-	for _, c := range cands {
+	for _, c := range registryBases() {
 		dir := filepath.Join(c, "homes")
-		if err := safeDir(c, uid); err != nil {
-			errs = append(errs, err)
-			continue
+		made, err := makeSafeDir(c, uid)
+		if err == nil {
+			made, err = makeSafeDir(dir, uid)
 		}
-		if err := safeDir(dir, uid); err != nil {
-			errs = append(errs, err)
+		switch {
+		case err != nil:
+			return "", err
+		case !made:
+			errs = append(errs, fmt.Errorf("%s cannot be made", dir))
 			continue
 		}
 		return dir, nil
@@ -53,12 +73,24 @@ func RegistryDir() (string, error) {
 	return "", fmt.Errorf("sandbox: no registry directory for daemon homes: %w", errors.Join(errs...))
 }
 
-// safeDir makes dir (mode 0700) when missing and checks that it is a
-// directory, not a symlink, owned by uid and closed to others.
-func safeDir(dir string, uid int) error {
+// makeSafeDir makes dir (mode 0700) when missing and checks it (safeDir).
+// made is false, with no error, when dir does not exist and cannot be
+// made here (its parent is missing or not writable by this user).
+func makeSafeDir(dir string, uid int) (made bool, err error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+		if _, lerr := os.Lstat(dir); errors.Is(lerr, os.ErrNotExist) {
+			return false, nil
+		}
 	}
+	if err := safeDir(dir, uid); err != nil {
+		return false, fmt.Errorf("sandbox: %w: %w", ErrRegistryUnsafe, err)
+	}
+	return true, nil
+}
+
+// safeDir checks that dir is a directory, not a symlink, owned by uid,
+// closed to others and readable by its owner.
+func safeDir(dir string, uid int) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
@@ -71,6 +103,8 @@ func safeDir(dir string, uid int) error {
 		return fmt.Errorf("%s: not owned by uid %d", dir, uid)
 	case fi.Mode().Perm()&0o077 != 0:
 		return fmt.Errorf("%s: open to others (mode %o)", dir, fi.Mode().Perm())
+	case uid != 0 && fi.Mode().Perm()&0o700 != 0o700:
+		return fmt.Errorf("%s: mode %o (0700 needed)", dir, fi.Mode().Perm())
 	}
 	return nil
 }
@@ -105,39 +139,62 @@ func RegisterHome(home string) error {
 	return nil
 }
 
-// RegisteredHomes returns the registered homes that exist (real paths)
-// and the registry directory itself, which commands must not change
-// either. Entries whose home is gone are removed. Without a registry it
-// returns nil and the error.
+// RegisteredHomes returns the homes registered in every candidate
+// directory that exists (real paths of the homes that exist) and those
+// directories themselves, which commands must not change either. Entries
+// whose home is gone are removed. An existing candidate that is unsafe
+// or unreadable, or no registry at all, is an error (wrapping
+// ErrRegistryUnsafe for the former): the caller must then run nothing.
 func RegisteredHomes() ([]string, error) {
-	dir, err := RegistryDir()
-	if err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: read registry: %w", err)
-	}
-	homes := []string{dir}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
+	uid := os.Getuid()
+	var homes []string
+	for _, c := range registryBases() {
+		dir := filepath.Join(c, "homes")
+		if _, err := os.Lstat(c); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err := safeDir(c, uid); err != nil {
+			return nil, fmt.Errorf("sandbox: %w: %w", ErrRegistryUnsafe, err)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			homes = append(homes, c)
+			continue
+		}
+		if err := safeDir(dir, uid); err != nil {
+			return nil, fmt.Errorf("sandbox: %w: %w", ErrRegistryUnsafe, err)
+		}
+		ents, err := os.ReadDir(dir)
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("sandbox: %w: read %s: %w", ErrRegistryUnsafe, dir, err)
 		}
-		h := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(h) {
-			continue
-		}
-		if fi, err := os.Stat(h); err != nil || !fi.IsDir() {
-			if errors.Is(err, os.ErrNotExist) {
-				os.Remove(filepath.Join(dir, e.Name()))
+		homes = append(homes, c, dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
 			}
-			continue
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: %w: read %s: %w", ErrRegistryUnsafe, e.Name(), err)
+			}
+			h := strings.TrimSpace(string(b))
+			if !filepath.IsAbs(h) {
+				continue
+			}
+			fi, err := os.Stat(h)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				os.Remove(filepath.Join(dir, e.Name()))
+			case err != nil:
+				// It cannot be checked now (chmod 000 on a parent, say):
+				// listed, so that the command's view fails closed on it.
+				homes = append(homes, filepath.Clean(h))
+			case fi.IsDir():
+				homes = append(homes, RealPath(h))
+			}
 		}
-		homes = append(homes, RealPath(h))
+	}
+	if len(homes) == 0 {
+		return nil, errors.New("sandbox: no registry of daemon homes exists (a daemon makes it when it starts); no sandboxed command runs without it")
 	}
 	return homes, nil
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,7 +57,64 @@ func TestRegistryDirMustBeSafe(t *testing.T) {
 	if err := safeDir(real, os.Getuid()+1); err == nil {
 		t.Error("a directory of another uid was accepted")
 	}
-	if err := safeDir(filepath.Join(root, "new"), os.Getuid()); err != nil {
-		t.Errorf("a new directory: %v", err)
+	if made, err := makeSafeDir(filepath.Join(root, "new"), os.Getuid()); err != nil || !made {
+		t.Errorf("a new directory: %v %v", made, err)
+	}
+}
+
+// withRegistry points the registry's candidates at dirs for one test.
+func withRegistry(t *testing.T, dirs ...string) {
+	old := registryBases
+	registryBases = func() []string { return dirs }
+	t.Cleanup(func() { registryBases = old })
+}
+
+// The registry fails closed (issue 22, finding 8): a candidate that was
+// made by someone else, or made unreadable by chmod 000, is an error for
+// RegisteredHomes — the caller runs nothing — never a registry without
+// homes. A candidate that cannot be made here (its parent is missing) is
+// passed over.
+func TestRegistryFailsClosed(t *testing.T) {
+	root := t.TempDir()
+	first, second := filepath.Join(root, "missing-parent", "r"), filepath.Join(root, "r")
+	withRegistry(t, first, second)
+	home := t.TempDir()
+	if err := RegisterHome(home); err != nil {
+		t.Fatal(err)
+	}
+	if dir, _ := RegistryDir(); dir != filepath.Join(second, "homes") {
+		t.Fatalf("registry %s, want the second candidate", dir)
+	}
+	if homes, err := RegisteredHomes(); err != nil || !slices.Contains(homes, RealPath(home)) {
+		t.Fatalf("homes %v, %v", homes, err)
+	}
+	if err := os.Chmod(second, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RegisteredHomes(); !errors.Is(err, ErrRegistryUnsafe) {
+		t.Errorf("a registry open to others: %v, want ErrRegistryUnsafe", err)
+	}
+	os.Chmod(second, 0o700)
+	if err := os.Chown(second, os.Getuid()+1, -1); err == nil {
+		if _, err := RegisteredHomes(); !errors.Is(err, ErrRegistryUnsafe) {
+			t.Errorf("a registry of another uid: %v, want ErrRegistryUnsafe", err)
+		}
+		if _, err := RegistryDir(); !errors.Is(err, ErrRegistryUnsafe) {
+			t.Errorf("registering in a registry of another uid: %v, want ErrRegistryUnsafe", err)
+		}
+		os.Chown(second, os.Getuid(), -1)
+	}
+	if err := os.Chmod(filepath.Join(second, "homes"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(filepath.Join(second, "homes"), 0o700)
+	if os.Getuid() != 0 { // root reads it all the same
+		if _, err := RegisteredHomes(); !errors.Is(err, ErrRegistryUnsafe) {
+			t.Errorf("a registry made unreadable: %v, want ErrRegistryUnsafe", err)
+		}
+	}
+	withRegistry(t, first)
+	if _, err := RegisteredHomes(); err == nil {
+		t.Error("no registry at all: no error")
 	}
 }

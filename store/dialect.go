@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -127,6 +128,51 @@ func SocketFiles(dsn string) []string {
 	add(cfg.Host, cfg.Port)
 	for _, f := range cfg.Fallbacks {
 		add(f.Host, f.Port)
+	}
+	return out
+}
+
+// ServerSocketFiles returns the unix socket files PostgreSQL listens on, as
+// the server itself reports them (unix_socket_directories and port), so
+// that the sandbox keeps every one out of reach, not only the DSN's: a
+// server may listen in several directories (Fedora's default is
+// '/run/postgresql, /tmp'). Relative directories are taken from the data
+// directory; abstract ones ('@…') are skipped (the sandbox scopes abstract
+// sockets). nil on SQLite.
+func (db *DB) ServerSocketFiles(ctx context.Context) ([]string, error) {
+	if db.Driver() != Postgres {
+		return nil, nil
+	}
+	var row struct {
+		Dirs    string `db:"dirs"`
+		Port    string `db:"port"`
+		DataDir string `db:"data_dir"`
+	}
+	// data_directory is readable by superusers and pg_read_all_settings only.
+	err := db.Reads(ctx).Get(&row, `SELECT current_setting('unix_socket_directories') AS dirs, current_setting('port') AS port,
+		COALESCE(current_setting('data_directory', true), '') AS data_dir`)
+	if err != nil {
+		return nil, err
+	}
+	return socketFilesOf(row.Dirs, row.Port, row.DataDir), nil
+}
+
+// socketFilesOf turns a unix_socket_directories value (comma-separated,
+// entries optionally double-quoted) and a port into socket file paths.
+func socketFilesOf(dirs, port, dataDir string) []string {
+	var out []string
+	for _, d := range strings.Split(dirs, ",") {
+		d = strings.Trim(strings.TrimSpace(d), `"`)
+		switch {
+		case d == "" || strings.HasPrefix(d, "@"):
+			continue
+		case !filepath.IsAbs(d):
+			if dataDir == "" {
+				continue
+			}
+			d = filepath.Join(dataDir, d)
+		}
+		out = append(out, filepath.Join(d, ".s.PGSQL."+port))
 	}
 	return out
 }

@@ -51,9 +51,13 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 	spec.TempDir = tmp
 	spec.Gate = gate
 	// Every registered daemon home (another daemon's, in this cwd, say) is
-	// protected like this daemon's own.
-	// Without a registry (the daemon warned at start) there are none.
-	others, _ := sandbox.RegisteredHomes()
+	// protected like this daemon's own. A registry that cannot be trusted
+	// or read runs nothing: it would leave those homes in reach.
+	others, err := sandbox.RegisteredHomes()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", fmt.Errorf("sessiond sandbox: %w; nothing was run", err)
+	}
 	spec.Protected = slices.Clone(spec.Protected)
 	for _, h := range others {
 		if !slices.Contains(spec.Protected, h) {
@@ -71,7 +75,9 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 // blockedPatterns are the messages of the errors a sandbox causes.
 var blockedPatterns = regexp.MustCompile(`(?i)permission denied|read-only file system|operation not permitted|` +
 	`network is unreachable|connection refused|address family not supported|could not resolve host|` +
-	`temporary failure in name resolution|name or service not known|EACCES|EPERM|EROFS`)
+	`temporary failure in name resolution|name or service not known|EACCES|EPERM|EROFS|` +
+	// What is not in the command's view does not exist for it.
+	`directory nonexistent|no such file or directory`)
 
 func sandboxBlocked(output string) bool { return blockedPatterns.MatchString(output) }
 
@@ -89,9 +95,10 @@ func touchesProtected(command string, spec *sandbox.Spec) bool {
 }
 
 func blockedNote(sb string) string {
-	return "The sandbox (" + sb + ") probably blocked this command: it may write only in the working " +
-		"directory, the writable roots and $TMPDIR, cannot reach the network, and cannot see or change the " +
-		"daemon's home, its processes or its secrets. If the " +
+	return "The sandbox (" + sb + ") probably blocked this command: it sees only the system directories, " +
+		"the user's home (read-only, without credentials), $PATH, the working directory and the writable roots; " +
+		"it may write only in the working directory, the writable roots and $TMPDIR, cannot reach the network " +
+		"or the user's services, and cannot see or change the daemon's home, its processes or its secrets. If the " +
 		"command really needs more, call terminal again with \"sandbox_permissions\": \"escalated\" and a " +
 		"\"justification\" saying why; a person will be asked to approve running it outside the sandbox."
 }
@@ -147,12 +154,20 @@ func matchAny(name string, patterns []string) bool {
 var ProtectedFiles = []string{"state.db", "state.db-wal", "state.db-shm", "state.db-journal", "config.yaml", "daemon.json", "daemon.lock"}
 
 // SandboxSpec returns the spec confining commands to p with home (the
-// daemon's home) and the unix sockets in sockets (the store's PostgreSQL
-// server, see store.SocketFiles) out of reach: each socket's directory is
-// protected like the home and the socket itself covered. Paths are made
-// absolute and resolved through symlinks when they exist.
-func SandboxSpec(p sandbox.Policy, home string, sockets ...string) *sandbox.Spec {
-	s := &sandbox.Spec{Policy: p, Protected: []string{realPath(home)}, CoveredFiles: slices.Clone(ProtectedFiles)}
+// daemon's home), the files in hidden (auth.token_file) and the unix
+// sockets in sockets (the store's PostgreSQL server: store.SocketFiles and
+// DB.ServerSocketFiles) out of the commands' view: each socket's directory
+// is protected like the home and the socket itself covered. The user's
+// home (the daemon's $HOME) is in the view read-only, without its
+// credential stores. Paths are made absolute and resolved through
+// symlinks when they exist.
+func SandboxSpec(p sandbox.Policy, home string, hidden []string, sockets ...string) *sandbox.Spec {
+	s := &sandbox.Spec{Policy: p, Home: os.Getenv("HOME"), Protected: []string{realPath(home)}, CoveredFiles: slices.Clone(ProtectedFiles)}
+	for _, h := range hidden {
+		if h != "" {
+			s.HiddenFiles = append(s.HiddenFiles, realPath(h))
+		}
+	}
 	for _, sock := range sockets {
 		dir, name := filepath.Split(sock)
 		if dir = realPath(dir); !slices.Contains(s.Protected, dir) {

@@ -57,7 +57,7 @@ func TestRunTerminalSandboxed(t *testing.T) {
 	os.Mkdir(home, 0o700)
 	os.Mkdir(work, 0o700)
 	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("x\n"), 0o600)
-	spec := SandboxSpec(sandbox.DefaultPolicy(), home)
+	spec := SandboxSpec(sandbox.DefaultPolicy(), home, nil)
 	started := false
 	res, err := RunTerminal(context.Background(), `echo "$TMPDIR" > tmpdir && echo hi > "$TMPDIR/t" && cat "$TMPDIR/t" && echo ok > here`,
 		TerminalOptions{Cwd: work, Sandbox: spec, OnStart: func(int) error { started = true; return nil }})
@@ -83,7 +83,7 @@ func TestRunTerminalSandboxed(t *testing.T) {
 		t.Fatalf("config.yaml changed: %q", b)
 	}
 	// Mode off (or no spec) runs unconfined.
-	res, err = RunTerminal(context.Background(), "echo y >> "+filepath.Join(home, "config.yaml"), TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.Policy{Mode: sandbox.ModeOff}, home)})
+	res, err = RunTerminal(context.Background(), "echo y >> "+filepath.Join(home, "config.yaml"), TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.Policy{Mode: sandbox.ModeOff}, home, nil)})
 	if err != nil || res.ExitCode != 0 || res.Sandbox != "" {
 		t.Fatalf("mode off: res = %+v, err = %v", res, err)
 	}
@@ -100,7 +100,7 @@ func BenchmarkRunTerminal(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		spec *sandbox.Spec
-	}{{"unsandboxed", nil}, {"sandboxed", SandboxSpec(sandbox.DefaultPolicy(), home)}} {
+	}{{"unsandboxed", nil}, {"sandboxed", SandboxSpec(sandbox.DefaultPolicy(), home, nil)}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				res, err := RunTerminal(context.Background(), "true", TerminalOptions{Cwd: root, Sandbox: c.spec, OnStart: func(int) error { return nil }})
@@ -124,7 +124,7 @@ func TestRunTerminalProtectsRegisteredHomes(t *testing.T) {
 	if err := sandbox.RegisterHome(other); err != nil {
 		t.Fatal(err)
 	}
-	spec := SandboxSpec(sandbox.DefaultPolicy(), home)
+	spec := SandboxSpec(sandbox.DefaultPolicy(), home, nil)
 	res, err := RunTerminal(context.Background(), "cat repo/.home/state.db; echo x >> repo/.home/state.db; echo ok > repo/fine",
 		TerminalOptions{Cwd: work, Sandbox: spec})
 	if err != nil {
@@ -165,11 +165,18 @@ func TestRunTerminalProtectsStoreSocket(t *testing.T) {
 			}
 		}()
 		connect := `python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' ` + sock
-		res, err := RunTerminal(context.Background(), connect, TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.DefaultPolicy(), home)})
+		res, err := RunTerminal(context.Background(), connect, TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.DefaultPolicy(), home, nil)})
+		if !sandbox.Within(dir, work) {
+			// Outside every location of the view, it is not there at all.
+			if err != nil || strings.Contains(res.Output, "CONNECTED") || res.ExitCode == 0 {
+				t.Fatalf("%s: a sandboxed command connected to a socket outside its view: %+v %v", dir, res, err)
+			}
+			continue
+		}
 		if err != nil || !strings.Contains(res.Output, "CONNECTED") {
 			t.Fatalf("%s: without the socket in the spec the command should connect (else this test proves nothing): %+v %v", dir, res, err)
 		}
-		res, err = RunTerminal(context.Background(), connect, TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.DefaultPolicy(), home, sock)})
+		res, err = RunTerminal(context.Background(), connect, TerminalOptions{Cwd: work, Sandbox: SandboxSpec(sandbox.DefaultPolicy(), home, nil, sock)})
 		if err != nil || strings.Contains(res.Output, "CONNECTED") || res.ExitCode == 0 {
 			t.Fatalf("%s: a sandboxed command connected to the store's socket: %+v %v", dir, res, err)
 		}

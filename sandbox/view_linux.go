@@ -1,0 +1,794 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The command's filesystem view. It is built from nothing: a tmpfs becomes
+// the root (pivot_root), and only what a command may use is bound into it,
+// each at its real path:
+//
+//	what                                  how
+//	SystemTrees (/usr, /bin, /etc, …)     read-only (symlinks among them copied)
+//	the user's home (Spec.Home)           read-only, CredentialStores left out
+//	Policy.ReadableRoots, $PATH entries   read-only (a bin, sbin or shims
+//	                                      entry: its parent, the tool's root)
+//	the cwd, Policy.WritableRoots         read-write (workspace-write only)
+//	/tmp                                  a private tmpfs holding $TMPDIR
+//	/dev                                  null zero full random urandom tty, pts, shm
+//	/proc                                 fresh, of the command's PID namespace
+//	everything else (/run, /var, /home    not there
+//	  of others, /mnt, other mounts)
+//
+// Every mount is nosuid and nodev (but the device nodes), and read-only
+// at the mount level outside the writable locations, so chmod, utime and
+// xattr changes fail there as writes do. Then the daemon's secrets are
+// covered wherever they show: the protected directories (Spec.Protected)
+// and files (Spec.HiddenFiles), also where a bind mount or a second mount
+// of their file system shows them under another path, SystemSecrets, and
+// in workspace-write .git/config, .git/hooks and the home's StartupFiles
+// stay read-only. Any error fails closed: nothing runs.
+
+// SystemTrees are the root's directories bound read-only into every view
+// when they exist.
+var SystemTrees = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys", "/nix"}
+
+// CredentialStores are paths, relative to the user's home, left out of the
+// view unless a Policy.ReadableRoots entry is the store or contains it.
+var CredentialStores = []string{
+	".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".docker", ".kube",
+	".pgpass", ".git-credentials", ".config/git/credentials", ".config/gcloud", ".azure",
+	".password-store", ".local/share/keyrings", ".vault-token", ".npmrc", ".pypirc",
+	".cargo/credentials", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json",
+	".config/op", ".config/hub",
+}
+
+// SystemSecrets are files of the system trees no command reads (shell
+// globs, absolute).
+var SystemSecrets = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/security/opasswd", "/etc/ssh/ssh_host_*_key"}
+
+// StartupFiles are paths, relative to the user's home, that run code in a
+// person's next shell or tool: read-only when a writable location contains
+// the home, whose top level then takes no new entry either (so none of
+// them can be created).
+var StartupFiles = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".login",
+	".kshrc", ".mkshrc", ".inputrc", ".xprofile", ".xsessionrc", ".xinitrc", ".pam_environment",
+	".gitconfig", ".config/git", ".config/fish", ".config/systemd", ".config/autostart",
+	".config/environment.d", ".local/bin",
+}
+
+// viewRoot is where the new root is mounted before pivot_root: /tmp is
+// covered by it until the pivot moves it to /, and the real /tmp shows
+// again under the old root.
+const viewRoot = "/tmp"
+
+// oldRoot is where pivot_root puts the old root, detached before the exec.
+const oldRoot = "/.sessiond-oldroot"
+
+// emptyFile is the read-only empty file of the view bound over covered
+// files.
+const emptyFile = "/.sessiond-empty"
+
+// source is a path of the old root opened for the view: a directory or
+// file opened O_PATH without following a symlink in any component, or a
+// symlink to copy.
+type source struct {
+	path string // the real path, and where it shows in the view
+	fd   int    // O_PATH descriptor; -1 for a symlink
+	link string // the symlink's target
+	dir  bool
+	rw   bool
+}
+
+// target is something that must not show in the view: where it is, and
+// which file system and path within it, to find aliases.
+type target struct {
+	path string
+	dir  bool
+	dev  string // mountinfo major:minor of its file system
+	rel  string // its path within that file system
+}
+
+// plan is everything the view needs, gathered in the old root.
+type plan struct {
+	binds   []source
+	targets []target
+	// writable are the writable locations (cwd, roots, the temp dir).
+	writable []string
+	// homeWritable: a writable location contains the user's home.
+	home         string
+	homeWritable bool
+	credentials  []string // absolute credential stores to leave out
+	covered      []string // CoveredFiles
+}
+
+// openSource opens p (a real path) for the view; a missing path, or one
+// this user cannot reach, gives ok false when mayBeMissing, else an
+// error.
+func openSource(p string, rw, mayBeMissing bool) (source, bool, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch {
+	case err == nil:
+	case (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES)) && mayBeMissing:
+		return source{}, false, nil // nothing there, or nothing this user could read: not in the view
+	case errors.Is(err, unix.ELOOP):
+		return source{}, false, fmt.Errorf("%s: %w", p, ErrSymlinkSwapped)
+	default:
+		return source{}, false, fmt.Errorf("%s: %w", p, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return source{}, false, fmt.Errorf("%s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK { // the last component (O_NOFOLLOW|O_PATH opens the link)
+		unix.Close(fd)
+		if mayBeMissing {
+			return source{}, false, nil
+		}
+		return source{}, false, fmt.Errorf("%s: %w", p, ErrSymlinkSwapped)
+	}
+	return source{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, rw: rw}, true, nil
+}
+
+// makePlan gathers, in the old root, the sources of the view and the
+// targets to cover. dirs are the writable locations opened by
+// openWritable.
+func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
+	pl := &plan{covered: s.CoveredFiles}
+	mounts, err := readMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range SystemTrees {
+		fi, err := os.Lstat(t)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("system tree %s: %w", t, err)
+		case fi.Mode()&os.ModeSymlink != 0:
+			l, err := os.Readlink(t)
+			if err != nil {
+				return nil, fmt.Errorf("system tree %s: %w", t, err)
+			}
+			pl.binds = append(pl.binds, source{path: t, fd: -1, link: l})
+			continue
+		}
+		src, ok, err := openSource(t, false, true)
+		if err != nil {
+			return nil, fmt.Errorf("system tree %w", err)
+		}
+		if ok {
+			pl.binds = append(pl.binds, src)
+		}
+	}
+	readable := []string{}
+	if s.Home != "" && filepath.IsAbs(s.Home) && filepath.Clean(s.Home) != "/" {
+		pl.home = RealPath(s.Home)
+		readable = append(readable, pl.home)
+	}
+	for _, r := range s.Policy.ReadableRoots {
+		readable = append(readable, RealPath(r))
+	}
+	if s.Policy.Mode == ModeReadOnly {
+		// What workspace-write would let it write, it may read.
+		if s.Cwd != "" {
+			readable = append(readable, s.Cwd)
+		}
+		readable = append(readable, s.Policy.WritableRoots...)
+	}
+	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		// A tool's bin directory needs the rest of its root (pyenv's
+		// shims run its libexec, Go's bin its pkg).
+		r := RealPath(p)
+		if b := filepath.Base(r); b == "bin" || b == "sbin" || b == "shims" {
+			r = filepath.Dir(r)
+		}
+		readable = append(readable, r)
+	}
+	writable := s.writable()
+	pl.writable = writable
+	for _, w := range writable {
+		if pl.home != "" && Within(pl.home, w) {
+			pl.homeWritable = true
+		}
+	}
+	// Read-only sources: those inside a system tree, a writable location
+	// or another read-only source are there already.
+	covering := func(p string, list []string) bool {
+		return slices.ContainsFunc(list, func(q string) bool { return q != p && Within(p, q) })
+	}
+	for _, r := range readable {
+		if r == "/" || covering(r, SystemTrees) || covering(r, writable) || covering(r, readable) ||
+			slices.ContainsFunc(pl.binds, func(b source) bool { return b.path == r }) {
+			continue
+		}
+		src, ok, err := openSource(r, false, true)
+		if err != nil {
+			return nil, fmt.Errorf("readable %w", err)
+		}
+		if ok {
+			pl.binds = append(pl.binds, src)
+		}
+	}
+	for _, w := range writable {
+		if filepath.Clean(w) == "/" {
+			return nil, errors.New("a writable location of / cannot be sandboxed; nothing was run")
+		}
+		d, ok := dirs[w]
+		if !ok {
+			return nil, fmt.Errorf("writable location %s was not opened", w)
+		}
+		fd, err := unix.Dup(d.fd)
+		if err != nil {
+			return nil, err
+		}
+		unix.CloseOnExec(fd)
+		pl.binds = append(pl.binds, source{path: w, fd: fd, dir: true, rw: true})
+	}
+	// The stores of the home in $HOME and of the user's home in the
+	// password database (a $PATH root may lie there).
+	homes := []string{}
+	if pl.home != "" {
+		homes = append(homes, pl.home)
+	}
+	if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) && u.HomeDir != "/" && RealPath(u.HomeDir) != pl.home {
+		homes = append(homes, RealPath(u.HomeDir))
+	}
+	for _, h := range homes {
+		for _, c := range CredentialStores {
+			p := filepath.Join(h, c)
+			if slices.ContainsFunc(s.Policy.ReadableRoots, func(r string) bool { return Within(p, RealPath(r)) }) ||
+				slices.ContainsFunc(writable, func(w string) bool { return Within(w, p) }) {
+				continue
+			}
+			pl.credentials = append(pl.credentials, p)
+		}
+	}
+	// Targets: the daemon's, to cover wherever they show.
+	add := func(p string, dir bool) error {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
+			return nil // nothing there to protect
+		case err != nil:
+			// chmod 000 on a parent, say: it cannot be told whether the
+			// view shows it, so nothing runs.
+			return fmt.Errorf("protected %s cannot be checked (%w); nothing was run", p, err)
+		case dir && !fi.IsDir():
+			return nil
+		}
+		m := mountOf(mounts, p)
+		if m == nil {
+			return fmt.Errorf("protected %s: no mount holds it", p)
+		}
+		pl.targets = append(pl.targets, target{path: p, dir: fi.IsDir(), dev: m.dev, rel: joinRel(m.root, p, m.mountpoint)})
+		return nil
+	}
+	for _, p := range s.Protected {
+		if err := add(filepath.Clean(p), true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range s.HiddenFiles {
+		if err := add(RealPath(p), false); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
+}
+
+// close releases the plan's descriptors.
+func (pl *plan) close() {
+	for _, b := range pl.binds {
+		if b.fd >= 0 {
+			unix.Close(b.fd)
+		}
+	}
+}
+
+// buildView makes the view of pl this process's root. The mounts are
+// private already.
+func buildView(s Spec, pl *plan) error {
+	if err := unix.Mount("sessiond-view", viewRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("view root: %w", err)
+	}
+	if err := os.Mkdir(viewRoot+oldRoot, 0o700); err != nil {
+		return fmt.Errorf("view root: %w", err)
+	}
+	if err := unix.PivotRoot(viewRoot, viewRoot+oldRoot); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	// A /proc of the command's own PID namespace (ps shows its processes
+	// only): mounted while the old /proc still shows, which a user
+	// namespace requires.
+	if err := os.Mkdir("/proc", 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := os.WriteFile(emptyFile, nil, 0o400); err != nil {
+		return err
+	}
+	// /tmp before the sources: the temp directory and a cwd beneath it are
+	// bound into it.
+	if err := os.Mkdir("/tmp", 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("private /tmp: %w", err)
+	}
+	binds := slices.Clone(pl.binds)
+	slices.SortStableFunc(binds, func(a, b source) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
+	for _, b := range binds {
+		if err := bindSource(b); err != nil {
+			return err
+		}
+	}
+	if err := makeDev(); err != nil {
+		return err
+	}
+	if s.Policy.Mode == ModeWorkspaceWrite {
+		if err := freezeRepos(pl); err != nil {
+			return err
+		}
+	}
+	if pl.homeWritable {
+		if err := freezeHome(pl); err != nil {
+			return err
+		}
+	}
+	if err := coverAll(pl); err != nil {
+		return err
+	}
+	if err := unix.Unmount(oldRoot, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the old root: %w", err)
+	}
+	if err := os.Remove(oldRoot); err != nil {
+		return err
+	}
+	return setattr("/", false, true, true)
+}
+
+// bindSource places b in the view at b.path.
+func bindSource(b source) error {
+	if b.fd < 0 {
+		if err := os.MkdirAll(filepath.Dir(b.path), 0o755); err != nil {
+			return fmt.Errorf("view: %w", err)
+		}
+		return os.Symlink(b.link, b.path)
+	}
+	if err := mountPoint(b.path, b.dir); err != nil {
+		return err
+	}
+	if err := unix.Mount(fdPath(b.fd), b.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", b.path, err)
+	}
+	return setattr(b.path, true, !b.rw, true)
+}
+
+// mountPoint makes sure p exists in the view as a directory (or file)
+// to mount on: it is there already (inside a bound tree), or made in the
+// view's tmpfs.
+func mountPoint(p string, dir bool) error {
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("view: mount point for %s: %w", p, err)
+	}
+	var err error
+	if dir {
+		err = os.Mkdir(p, 0o755)
+	} else {
+		err = os.WriteFile(p, nil, 0o400)
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("view: mount point for %s: %w", p, err)
+	}
+	return nil
+}
+
+// fdPath names descriptor fd for mount(2) and open(2).
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// setattr sets nosuid and nodev (when safe) and, when ro, read-only on the
+// mount at p; recursive, on every mount beneath it too.
+func setattr(p string, recursive, ro, safe bool) error {
+	var attr uint64
+	if safe {
+		attr |= unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	}
+	if ro {
+		attr |= unix.MOUNT_ATTR_RDONLY
+	}
+	var flags uint
+	if recursive {
+		flags = unix.AT_RECURSIVE
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, p, flags|unix.AT_SYMLINK_NOFOLLOW, &unix.MountAttr{Attr_set: attr}); err != nil {
+		return fmt.Errorf("mount attributes of %s: %w", p, err)
+	}
+	return nil
+}
+
+// devices are the device nodes of the view's /dev, bound from the real
+// /dev.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// makeDev builds a minimal /dev: the devices, a private devpts (ptmx),
+// /dev/shm and the fd links; no block device, nothing else.
+func makeDev() error {
+	if err := os.Mkdir("/dev", 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
+		return fmt.Errorf("/dev: %w", err)
+	}
+	for _, d := range devices {
+		src := oldRoot + "/dev/" + d
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		dst := "/dev/" + d
+		if err := os.WriteFile(dst, nil, 0o600); err != nil {
+			return err
+		}
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("/dev/%s: %w", d, err)
+		}
+	}
+	if err := os.Mkdir("/dev/pts", 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err == nil {
+		if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir("/dev/shm", 0o1777); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("/dev/shm: %w", err)
+	}
+	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(to, "/dev/"+name); err != nil {
+			return err
+		}
+	}
+	return setattr("/dev", false, true, false)
+}
+
+// freezeRepos keeps the .git/config and .git/hooks of every writable
+// location read-only: a command that wrote them would run code in the
+// person's next git command, outside the sandbox.
+func freezeRepos(pl *plan) error {
+	for _, w := range pl.writable {
+		git := filepath.Join(w, ".git")
+		if fi, err := os.Lstat(git); err != nil || !fi.IsDir() {
+			continue
+		}
+		hooks := filepath.Join(git, "hooks")
+		if err := os.Mkdir(hooks, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s: %w", hooks, err)
+		}
+		for _, p := range []string{filepath.Join(git, "config"), hooks} {
+			if err := bindReadOnly(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bindReadOnly binds p onto itself read-only when it exists (not a
+// symlink).
+func bindReadOnly(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		return nil
+	}
+	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", p, err)
+	}
+	return setattr(p, true, true, true)
+}
+
+// freezeHome, when a writable location contains the user's home, makes
+// its StartupFiles read-only and its top level closed to new entries (so
+// none of them can be created): a view of its entries on a read-only
+// tmpfs, each bound from the real directory as it was.
+func freezeHome(pl *plan) error {
+	top := map[string]bool{}
+	for _, f := range StartupFiles {
+		if !strings.Contains(f, "/") {
+			top[f] = true
+		}
+	}
+	if err := freeze(pl.home, func(name string) entryMode {
+		if top[name] {
+			return entryReadOnly
+		}
+		return entryKeep
+	}); err != nil {
+		return err
+	}
+	for _, f := range StartupFiles {
+		if strings.Contains(f, "/") {
+			if err := bindReadOnly(filepath.Join(pl.home, f)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// coverAll leaves out of the view the credential stores, the system
+// secrets and the targets, wherever they show.
+func coverAll(pl *plan) error {
+	for _, c := range pl.credentials {
+		if err := cover(c, nil, pl); err != nil {
+			return err
+		}
+	}
+	for _, g := range SystemSecrets {
+		ms, _ := filepath.Glob(g)
+		for _, m := range ms {
+			if err := cover(m, nil, pl); err != nil {
+				return err
+			}
+		}
+	}
+	mounts, err := readMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, t := range pl.targets {
+		places := []string{t.path}
+		for _, m := range mounts {
+			if m.dev != t.dev || Within(m.mountpoint, oldRoot) {
+				continue
+			}
+			switch {
+			case Within(t.rel, m.root):
+				// The target shows under this mount: at its own path, or at
+				// an alias (a bind mount, a second mount of its file system).
+				if p := joinRel(m.mountpoint, t.rel, m.root); !slices.Contains(places, p) {
+					places = append(places, p)
+				}
+			case t.dir && Within(m.root, t.rel) && !slices.Contains(pl.writable, m.mountpoint):
+				// A part of the target is mounted here: hide it whole.
+				if !slices.Contains(places, m.mountpoint) {
+					places = append(places, m.mountpoint)
+				}
+			}
+		}
+		for _, p := range places {
+			if err := cover(p, &t, pl); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cover makes p, if the view shows it, show nothing: an empty read-only
+// file over a file; over a directory an empty read-only tmpfs, or, when a
+// writable location lies inside it, a read-only view of its entries
+// without the covered files. An error checking p fails closed.
+func cover(p string, t *target, pl *plan) error {
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cover %s: %w; nothing was run", p, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return nil // the symlink shows nothing by itself; what it leads to is covered where it is
+	case !fi.IsDir():
+		if err := unix.Mount(emptyFile, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("cover %s: %w", p, err)
+		}
+		return setattr(p, false, true, true)
+	}
+	// p inside a writable location: pin every directory between them as
+	// a mount point, outermost first, so that none can be renamed or
+	// removed (EBUSY) and p stays where the daemon looks for it.
+	for _, w := range pl.writable {
+		if !Within(p, w) || p == w {
+			continue
+		}
+		var chain []string
+		for d := filepath.Dir(p); d != w && Within(d, w); d = filepath.Dir(d) {
+			chain = append(chain, d)
+		}
+		slices.Reverse(chain)
+		for _, d := range chain {
+			if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+				return fmt.Errorf("bind %s: %w", d, err)
+			}
+		}
+	}
+	var inside []string
+	for _, w := range pl.writable {
+		if Within(w, p) {
+			inside = append(inside, w)
+		}
+	}
+	if len(inside) == 0 {
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		return nil
+	}
+	// A writable location lies in p (the session's cwd is the daemon's
+	// home or beneath it): keep the writable locations, freeze the rest of
+	// p read-only, and leave the covered files out.
+	return freeze(p, func(name string) entryMode {
+		switch {
+		case slices.Contains(pl.covered, name):
+			return entryCovered
+		case slices.ContainsFunc(inside, func(w string) bool { return Within(w, filepath.Join(p, name)) }):
+			return entryKeep
+		}
+		return entryReadOnly
+	})
+}
+
+// entryMode says what freeze does with one entry of the directory.
+type entryMode int
+
+const (
+	// entryKeep binds the entry as it is (writable where it was).
+	entryKeep entryMode = iota
+	// entryReadOnly binds it read-only.
+	entryReadOnly
+	// entryCovered shows an empty read-only file or directory instead.
+	entryCovered
+)
+
+// freeze replaces directory p, in this mount namespace, by a read-only
+// tmpfs holding p's entries, each bound (recursively) from the real
+// directory as mode says. Entries created in p later do not show, and no
+// rename in the real p reaches the covered ones.
+func freeze(p string, mode func(name string) entryMode) error {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", p, err)
+	}
+	defer unix.Close(fd)
+	ents, err := os.ReadDir(fdPath(fd))
+	if err != nil {
+		return fmt.Errorf("list %s: %w", p, err)
+	}
+	if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("view of %s: %w", p, err)
+	}
+	real := fdPath(fd)
+	for _, e := range ents {
+		name := e.Name()
+		dst, src := filepath.Join(p, name), filepath.Join(real, name)
+		m := mode(name)
+		switch {
+		case m == entryCovered && e.IsDir():
+			err = os.Mkdir(dst, 0o500)
+		case m == entryCovered:
+			err = os.WriteFile(dst, nil, 0o400)
+		case e.Type()&os.ModeSymlink != 0:
+			var l string
+			if l, err = os.Readlink(src); err == nil {
+				err = os.Symlink(l, dst)
+			}
+		default:
+			if e.IsDir() {
+				err = os.Mkdir(dst, 0o755)
+			} else {
+				err = os.WriteFile(dst, nil, 0o600)
+			}
+			if err == nil {
+				err = unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, "")
+			}
+			if err == nil {
+				err = setattr(dst, true, m == entryReadOnly, true)
+			}
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) { // gone since the listing: left out
+			return fmt.Errorf("view of %s: %s: %w", p, name, err)
+		}
+	}
+	return setattr(p, false, true, true)
+}
+
+// mountinfo is one line of /proc/PID/mountinfo.
+type mountinfo struct {
+	dev        string // major:minor
+	root       string // the mount's root within its file system
+	mountpoint string
+}
+
+// readMountinfo parses a mountinfo file (proc(5)); octal escapes in paths
+// are decoded.
+func readMountinfo(path string) ([]mountinfo, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mounts: %w", err)
+	}
+	var out []mountinfo
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		out = append(out, mountinfo{dev: f[2], root: unescape(f[3]), mountpoint: unescape(f[4])})
+	}
+	return out, nil
+}
+
+// unescape decodes mountinfo's \NNN octal escapes.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountOf returns the mount that holds path p: the last (topmost) of
+// those whose mount point is the longest prefix of p.
+func mountOf(ms []mountinfo, p string) *mountinfo {
+	var best *mountinfo
+	for i := range ms {
+		m := &ms[i]
+		if !Within(p, m.mountpoint) {
+			continue
+		}
+		if best == nil || len(m.mountpoint) >= len(best.mountpoint) {
+			best = m
+		}
+	}
+	return best
+}
+
+// joinRel returns p rebased from the directory from onto to: to +
+// (p - from).
+func joinRel(to, p, from string) string {
+	rest := strings.TrimPrefix(filepath.Clean(p), filepath.Clean(from))
+	if filepath.Clean(from) == "/" {
+		rest = filepath.Clean(p)
+	}
+	return filepath.Clean(to + "/" + rest)
+}
