@@ -502,10 +502,10 @@ func TestViewHomeAliasMount(t *testing.T) {
 
 // TestViewWorkspacePersistence (finding 9): in workspace-write, a command
 // plants nothing the person's next git or shell runs unsandboxed: the
-// cwd's .git/config and .git/hooks/ stay as they were (written directly,
-// by a script written then run, by renaming them away), and with the cwd
-// = the user's home its shell start-up files are neither changed nor
-// created.
+// .git/config and .git/hooks/ of the cwd and of a repository below it stay
+// as they were (written directly, by a script written then run, by
+// renaming them or .git away), and with the cwd = the user's home its
+// shell start-up files are neither changed nor created.
 func TestViewWorkspacePersistence(t *testing.T) {
 	viewRoot(t)
 	outside := t.TempDir()
@@ -560,6 +560,29 @@ func TestViewWorkspacePersistence(t *testing.T) {
 		check(".git renamed away", v.run("rename .git",
 			`mv .git .git.old && mkdir .git && cp -a .git.old/. .git/ && git config core.fsmonitor 'touch `+proof+`'`))
 	})
+	t.Run("git repository below the cwd", func(t *testing.T) {
+		// The session works in a directory of repositories (~/src, say):
+		// the next git status in ~/src/app runs what app/.git holds.
+		cwd := t.TempDir()
+		repo := filepath.Join(cwd, "app")
+		if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v: %s", err, out)
+		}
+		gitCfg := filepath.Join(repo, ".git", "config")
+		before, err := os.ReadFile(gitCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := startView(t, viewOpts{cwd: cwd})
+		res := v.run("fsmonitor below", "git -C app config core.fsmonitor 'touch "+proof+"'")
+		if b, _ := os.ReadFile(gitCfg); string(b) != string(before) {
+			t.Errorf("a command changed app/.git/config to %q: %s", b, res)
+		}
+		res = v.run("hook below", `printf '#!/bin/sh\ntouch `+proof+`\n' > app/.git/hooks/pre-commit && chmod +x app/.git/hooks/pre-commit`)
+		if _, err := os.Stat(filepath.Join(repo, ".git", "hooks", "pre-commit")); err == nil {
+			t.Errorf("a command planted app/.git/hooks/pre-commit: %s", res)
+		}
+	})
 	t.Run("shell start-up files", func(t *testing.T) {
 		home := t.TempDir()
 		existing := map[string]string{".bashrc": "# journey bashrc\n", ".bash_profile": "# journey bash_profile\n", ".zshrc": "# journey zshrc\n"}
@@ -568,9 +591,21 @@ func TestViewWorkspacePersistence(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Directories every home has: what runs code lies below them.
+		for _, d := range []string{".config", ".local", "work"} {
+			if err := os.Mkdir(filepath.Join(home, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
 		v := startView(t, viewOpts{env: []string{"HOME=" + home}, cwd: home})
 		check := func(what string, res viewResult) {
 			t.Helper()
+			for _, n := range []string{".config/systemd", ".local/bin"} {
+				if _, err := os.Stat(filepath.Join(home, n)); err == nil {
+					t.Errorf("%s created ~/%s: %s", what, n, res)
+					os.RemoveAll(filepath.Join(home, n))
+				}
+			}
 			for _, n := range []string{".bashrc", ".bash_profile", ".zshrc", ".profile"} {
 				b, err := os.ReadFile(filepath.Join(home, n))
 				if want, ok := existing[n]; ok && string(b) != want {
@@ -592,8 +627,14 @@ func TestViewWorkspacePersistence(t *testing.T) {
 		check("append to the others", v.run("others", "for f in .bash_profile .zshrc; do echo 'touch "+proof+"' >> ~/$f; done"))
 		check("create ~/.profile", v.run("profile", "printf 'touch "+proof+"\\n' > ~/.profile"))
 		check("rename ~/.bashrc away", v.run("rename bashrc", "mv ~/.bashrc ~/.bashrc.old; printf 'touch "+proof+"\\n' > ~/.bashrc"))
-		v.run("write a script", "printf 'echo touch "+proof+" >> ~/.bashrc\\n' > rc.sh")
-		check("a script written then run", v.run("run the script", "sh rc.sh"))
+		check("a user unit, a command on PATH", v.run("config", "mkdir -p ~/.config/systemd/user ~/.local/bin; "+
+			"printf '[Service]\\nExecStart=/bin/touch "+proof+"\\n' > ~/.config/systemd/user/p.service; "+
+			"printf '#!/bin/sh\\ntouch "+proof+"\\n' > ~/.local/bin/git; chmod +x ~/.local/bin/git"))
+		v.run("write a script", "printf 'echo touch "+proof+" >> ~/.bashrc\\n' > work/rc.sh")
+		if _, err := os.Stat(filepath.Join(home, "work", "rc.sh")); err != nil {
+			t.Errorf("the script could not be written in ~/work (the next check proves nothing): %v", err)
+		}
+		check("a script written then run", v.run("run the script", "sh work/rc.sh"))
 	})
 }
 
