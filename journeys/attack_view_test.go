@@ -600,9 +600,12 @@ func TestViewWorkspacePersistence(t *testing.T) {
 		v := startView(t, viewOpts{env: []string{"HOME=" + home}, cwd: home})
 		check := func(what string, res viewResult) {
 			t.Helper()
+			// The sandbox makes these directories, empty and read-only to
+			// commands, so that none can be filled: anything in them is the
+			// attack's.
 			for _, n := range []string{".config/systemd", ".local/bin"} {
-				if _, err := os.Stat(filepath.Join(home, n)); err == nil {
-					t.Errorf("%s created ~/%s: %s", what, n, res)
+				if ents, _ := os.ReadDir(filepath.Join(home, n)); len(ents) > 0 {
+					t.Errorf("%s created %s in ~/%s: %s", what, ents[0].Name(), n, res)
 					os.RemoveAll(filepath.Join(home, n))
 				}
 			}

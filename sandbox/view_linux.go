@@ -26,6 +26,7 @@ import (
 //	/tmp                                  a private tmpfs holding $TMPDIR
 //	/dev                                  null zero full random urandom tty, pts, shm
 //	/proc                                 fresh, of the command's PID namespace
+//	where /etc/resolv.conf leads          read-only, with the network on
 //	everything else (/run, /var, /home    not there
 //	  of others, /mnt, other mounts)
 //
@@ -204,6 +205,14 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 			r = filepath.Dir(r)
 		}
 		readable = append(readable, r)
+	}
+	if s.Policy.Network {
+		// With the network on, name resolution must work: where
+		// /etc/resolv.conf leads out of the system trees (systemd-resolved's
+		// /run/systemd/resolve), that directory is read-only in the view.
+		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && r != "/etc/resolv.conf" {
+			readable = append(readable, filepath.Dir(r))
+		}
 	}
 	writable := s.writable()
 	pl.writable = writable
