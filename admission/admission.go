@@ -95,7 +95,7 @@ type Admission struct {
 	// claimed the row (not stored on it: Claim sets it); 0 when unknown.
 	SessionEpoch int64 `db:"-"`
 	// Sender and ResolvedBy are JSON {"id","label","client","version"}
-	// (rpc.Sender): who admitted the input, and who resolved it after a
+	// (protocol.Sender): who admitted the input, and who resolved it after a
 	// crash. NULL when unknown (rows older than migration 0003).
 	Sender     sql.NullString `db:"sender"`
 	ResolvedBy sql.NullString `db:"resolved_by"`
@@ -219,7 +219,7 @@ type AdmitRequest struct {
 	Text        string
 	Attachments json.RawMessage // nil when none
 	// Sender is who submits it, JSON {"id","label","client","version"}
-	// (rpc.Sender); nil stores NULL. A duplicate keeps the first sender.
+	// (protocol.Sender); nil stores NULL. A duplicate keeps the first sender.
 	Sender json.RawMessage
 	// Take, when set, makes the admitting daemon the session's owner in the
 	// same transaction when it has no live owner (Queue.Take), so that the
@@ -615,7 +615,7 @@ func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID strin
 }
 
 // ResolveUnknownBy is ResolveUnknown recording who decided: by is JSON
-// {"id","label","client","version"} (rpc.Sender) stored in resolved_by and
+// {"id","label","client","version"} (protocol.Sender) stored in resolved_by and
 // carried by the receipt and its admission.updated event; nil records none.
 func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID string, gen int64, by json.RawMessage, hook SettleHook) (Admission, error) {
 	var out Admission

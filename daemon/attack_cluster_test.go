@@ -16,7 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // Adversarial tests of the cluster (issue 17), on a real PostgreSQL: each
@@ -255,12 +255,12 @@ func TestAttackClusterSameInputOnTwoDaemonsAtOnce(t *testing.T) {
 		var last string
 		for i := range rounds {
 			input, text := fmt.Sprintf("in-%d", i), fmt.Sprintf("text %d", i)
-			recs := make([]rpc.Receipt, 2)
+			recs := make([]protocol.Receipt, 2)
 			errs := make([]error, 2)
 			var wg sync.WaitGroup
 			for j, c := range []*fixtures.Client{e.ca, e.cb} {
 				wg.Go(func() {
-					errs[j] = c.Call(context.Background(), rpc.MethodPromptSubmit,
+					errs[j] = c.Call(context.Background(), protocol.MethodPromptSubmit,
 						map[string]any{"session_id": e.sid, "input_id": input, "text": text}, &recs[j])
 				})
 			}
@@ -316,17 +316,17 @@ func TestAttackClusterApproveTwiceThenInterruptElsewhere(t *testing.T) {
 		rec := submit(t, e.ca, e.sid, "in-1", "go")
 		opened := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "prompt.opened" })
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if err := json.Unmarshal(opened.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		res := make([]rpc.RespondResult, 2)
+		res := make([]protocol.RespondResult, 2)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for j, c := range []*fixtures.Client{e.ca, e.cb} {
 			wg.Go(func() {
-				errs[j] = c.Call(context.Background(), rpc.MethodApprovalRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
+				errs[j] = c.Call(context.Background(), protocol.MethodApprovalRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
 					"execution_generation": p.Prompt.ExecutionGeneration, "choice": "once"}, &res[j])
 			})
 		}
@@ -352,8 +352,8 @@ func TestAttackClusterApproveTwiceThenInterruptElsewhere(t *testing.T) {
 			_, err := os.Stat(filepath.Join(cwd, "runs"))
 			return err == nil
 		})
-		var ir rpc.InterruptResult
-		if err := e.cb.Call(context.Background(), rpc.MethodInterrupt, map[string]any{"session_id": e.sid}, &ir); err != nil {
+		var ir protocol.InterruptResult
+		if err := e.cb.Call(context.Background(), protocol.MethodInterrupt, map[string]any{"session_id": e.sid}, &ir); err != nil {
 			t.Fatal(err)
 		}
 		if ir.Interrupted == nil || *ir.Interrupted != rec.AdmissionID {
@@ -388,13 +388,13 @@ func TestAttackClusterSplitBrainKillsTheCommand(t *testing.T) {
 		rec := submit(t, e.ca, e.sid, "in-1", "go")
 		opened := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "prompt.opened" })
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if err := json.Unmarshal(opened.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		var res rpc.RespondResult
-		if err := e.ca.Call(ctx, rpc.MethodApprovalRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
+		var res protocol.RespondResult
+		if err := e.ca.Call(ctx, protocol.MethodApprovalRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
 			"execution_generation": p.Prompt.ExecutionGeneration, "choice": "once"}, &res); err != nil {
 			t.Fatal(err)
 		}
@@ -444,14 +444,14 @@ func TestAttackClusterSubmitOnFullDaemonRunsOnTheFreeOne(t *testing.T) {
 		b := startClusterDaemon(t, st, m, "limits: {max_concurrent_turns: 1}\n")
 		ca := fixtures.Dial(t, a.desc.URL, a.token)
 		ctx := context.Background()
-		var s1, s2 rpc.Snapshot
-		if err := ca.Call(ctx, rpc.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, &s1); err != nil {
+		var s1, s2 protocol.Snapshot
+		if err := ca.Call(ctx, protocol.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, &s1); err != nil {
 			t.Fatal(err)
 		}
-		if err := ca.Call(ctx, rpc.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, &s2); err != nil {
+		if err := ca.Call(ctx, protocol.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, &s2); err != nil {
 			t.Fatal(err)
 		}
-		if err := ca.Call(ctx, rpc.MethodSessionResume, map[string]any{"session_id": s2.SessionID, "after_seq": 0}, &rpc.Snapshot{}); err != nil {
+		if err := ca.Call(ctx, protocol.MethodSessionResume, map[string]any{"session_id": s2.SessionID, "after_seq": 0}, &protocol.Snapshot{}); err != nil {
 			t.Fatal(err)
 		}
 		one := submit(t, ca, s1.SessionID, "in-1", "busy")

@@ -55,7 +55,7 @@ func connAttrs(c *rpc.Conn) []any {
 	}
 	client := unnamedCli
 	if v, ok := c.Value(clientKey); ok {
-		if ci, ok := v.(rpc.ClientInfo); ok && ci.Name != "" {
+		if ci, ok := v.(protocol.ClientInfo); ok && ci.Name != "" {
 			client = ci.Name
 			if ci.Version != "" {
 				client += "/" + ci.Version
@@ -92,7 +92,7 @@ func answeredBy(c *rpc.Conn) *protocol.AnsweredBy {
 // auditAnswer logs an answer to a prompt: the choice of an approval (an
 // answer to a clarification is the user's text, logged by its length
 // only), and whether it was the first.
-func (d *Daemon) auditAnswer(c *rpc.Conn, p rpc.RespondParams, kind, status string, answer []byte) {
+func (d *Daemon) auditAnswer(c *rpc.Conn, p protocol.RespondParams, kind, status string, answer []byte) {
 	attrs := append(connAttrs(c), "session_id", p.SessionID, "prompt_id", p.PromptID, "kind", kind,
 		"execution_generation", *p.ExecutionGeneration, "status", status)
 	if kind == "approval" {
@@ -194,7 +194,7 @@ func (d *Daemon) auditEvent(e store.Event) {
 		d.audit().Info("tool command ended", attrs...)
 	case "prompt.opened":
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if json.Unmarshal(e.Payload, &p) != nil {
 			return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -353,12 +353,12 @@ func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen i
 	err := d.db.Get(ctx, &run, `SELECT admission_id, execution_generation, owner_epoch FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? AND status = 'started'`, sessionID)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && run.Daemon == d.epoch) {
-		return rpc.InterruptResult{}, nil // nothing runs (or it just settled here)
+		return protocol.InterruptResult{}, nil // nothing runs (or it just settled here)
 	} else if err != nil {
 		return nil, err
 	}
 	if gen > 0 && gen != run.Generation {
-		return nil, rpc.Errorf(rpc.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation).
+		return nil, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation).
 			With("execution_generation", run.Generation)
 	}
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -385,9 +385,9 @@ func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen i
 		switch {
 		case st.Status == string(admission.StatusUnknown) || st.Outcome.String == string(admission.OutcomeInterrupted):
 			id := run.AdmissionID
-			return rpc.InterruptResult{Interrupted: &id}, nil
+			return protocol.InterruptResult{Interrupted: &id}, nil
 		case st.Status == string(admission.StatusTerminal):
-			return rpc.InterruptResult{}, nil // it ended on its own first
+			return protocol.InterruptResult{}, nil // it ended on its own first
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // Two daemons in this process, each with its own home, sharing one
@@ -75,22 +75,22 @@ func newClusterEnv(t *testing.T, st sharedStore, script func(m *fixtures.FakeMod
 	e.b = startClusterDaemon(t, st, m, "")
 	e.ca = fixtures.Dial(t, e.a.desc.URL, e.a.token)
 	e.cb = fixtures.Dial(t, e.b.desc.URL, e.b.token)
-	var snap rpc.Snapshot
-	if err := e.ca.Call(context.Background(), rpc.MethodSessionCreate, map[string]any{"cwd": t.TempDir(), "toolsets": []string{"terminal", "clarify"}}, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := e.ca.Call(context.Background(), protocol.MethodSessionCreate, map[string]any{"cwd": t.TempDir(), "toolsets": []string{"terminal", "clarify"}}, &snap); err != nil {
 		t.Fatal(err)
 	}
 	e.sid = snap.SessionID
 	// The client of B follows the session from the start.
-	if err := e.cb.Call(context.Background(), rpc.MethodSessionResume, map[string]any{"session_id": e.sid, "after_seq": 0}, &snap); err != nil {
+	if err := e.cb.Call(context.Background(), protocol.MethodSessionResume, map[string]any{"session_id": e.sid, "after_seq": 0}, &snap); err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func submit(t *testing.T, c *fixtures.Client, sid, input, text string) rpc.Receipt {
+func submit(t *testing.T, c *fixtures.Client, sid, input, text string) protocol.Receipt {
 	t.Helper()
-	var r rpc.Receipt
-	if err := c.Call(context.Background(), rpc.MethodPromptSubmit, map[string]any{"session_id": sid, "input_id": input, "text": text}, &r); err != nil {
+	var r protocol.Receipt
+	if err := c.Call(context.Background(), protocol.MethodPromptSubmit, map[string]any{"session_id": sid, "input_id": input, "text": text}, &r); err != nil {
 		t.Fatalf("submit %s: %v", input, err)
 	}
 	return r
@@ -177,8 +177,8 @@ func TestClusterSubmitOnAnyDaemonOneFIFOAndEventsEverywhere(t *testing.T) {
 		}
 		// Replay by after_seq on B gives the same events.
 		c2 := fixtures.Dial(t, e.b.desc.URL, e.b.token)
-		var snap rpc.Snapshot
-		if err := c2.Call(context.Background(), rpc.MethodSessionResume, map[string]any{"session_id": e.sid, "after_seq": 0}, &snap); err != nil {
+		var snap protocol.Snapshot
+		if err := c2.Call(context.Background(), protocol.MethodSessionResume, map[string]any{"session_id": e.sid, "after_seq": 0}, &snap); err != nil {
 			t.Fatal(err)
 		}
 		if len(snap.Events) != int(snap.LastSeq) || snap.LastSeq < 8 {
@@ -202,13 +202,13 @@ func TestClusterAnswerOnAnotherDaemon(t *testing.T) {
 		rec := submit(t, e.ca, e.sid, "in-1", "ask")
 		opened := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "prompt.opened" })
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if err := json.Unmarshal(opened.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		var res rpc.RespondResult
-		if err := e.cb.Call(context.Background(), rpc.MethodClarifyRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
+		var res protocol.RespondResult
+		if err := e.cb.Call(context.Background(), protocol.MethodClarifyRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
 			"execution_generation": p.Prompt.ExecutionGeneration, "answer": "a"}, &res); err != nil || res.Status != "resolved" {
 			t.Fatalf("clarify.respond on B: %+v %v", res, err)
 		}
@@ -224,8 +224,8 @@ func TestClusterInterruptOnAnotherDaemon(t *testing.T) {
 		e := newClusterEnv(t, st, func(m *fixtures.FakeModel) { m.On("one", fixtures.Reply{Text: "r1", Gate: g}) })
 		rec := submit(t, e.ca, e.sid, "in-1", "one")
 		<-g.Waiting()
-		var res rpc.InterruptResult
-		if err := e.cb.Call(context.Background(), rpc.MethodInterrupt, map[string]any{"session_id": e.sid}, &res); err != nil {
+		var res protocol.InterruptResult
+		if err := e.cb.Call(context.Background(), protocol.MethodInterrupt, map[string]any{"session_id": e.sid}, &res); err != nil {
 			t.Fatal(err)
 		}
 		if res.Interrupted == nil || *res.Interrupted != rec.AdmissionID {
@@ -285,7 +285,7 @@ func TestClusterTakeoverAfterTheLease(t *testing.T) {
 		rec := submit(t, e.ca, e.sid, "in-1", "ask")
 		opened := e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool { return ev.Type == "prompt.opened" })
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		json.Unmarshal(opened.Payload, &p)
 		e.a.member.Halt()
@@ -296,7 +296,7 @@ func TestClusterTakeoverAfterTheLease(t *testing.T) {
 		e.cb.WaitEvent(t, clusterWait, func(ev fixtures.Event) bool {
 			return ev.Type == "prompt.closed" && string(mustField(ev.Payload, "resolution")) == `"fenced"`
 		})
-		_, rerr, err := e.cb.CallRaw(context.Background(), rpc.MethodClarifyRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
+		_, rerr, err := e.cb.CallRaw(context.Background(), protocol.MethodClarifyRespond, map[string]any{"session_id": e.sid, "prompt_id": p.Prompt.PromptID,
 			"execution_generation": p.Prompt.ExecutionGeneration, "answer": "a"})
 		if err != nil || rerr == nil || rerr.Reason() != "stale_generation" {
 			t.Fatalf("answer after the takeover: %v %v, want stale_generation", rerr, err)
@@ -312,10 +312,10 @@ func TestClusterTakeoverAfterTheLease(t *testing.T) {
 	})
 }
 
-func clusterInfo(t *testing.T, c *fixtures.Client) rpc.ClusterInfo {
+func clusterInfo(t *testing.T, c *fixtures.Client) protocol.ClusterInfo {
 	t.Helper()
-	var info rpc.DaemonInfo
-	if err := c.Call(context.Background(), rpc.MethodDaemonInfo, map[string]any{}, &info); err != nil || info.Cluster == nil {
+	var info protocol.DaemonInfo
+	if err := c.Call(context.Background(), protocol.MethodDaemonInfo, map[string]any{}, &info); err != nil || info.Cluster == nil {
 		t.Fatalf("daemon.info: %+v %v", info, err)
 	}
 	return *info.Cluster
@@ -370,8 +370,8 @@ func TestClusterDeleteOnAnotherDaemonDropsSubscribers(t *testing.T) {
 		if !subscribed() {
 			t.Fatal("B's client is not subscribed")
 		}
-		var res rpc.SessionDeleteResult
-		if err := e.ca.Call(context.Background(), rpc.MethodSessionDelete, map[string]any{"session_id": e.sid}, &res); err != nil || !res.Deleted {
+		var res protocol.SessionDeleteResult
+		if err := e.ca.Call(context.Background(), protocol.MethodSessionDelete, map[string]any{"session_id": e.sid}, &res); err != nil || !res.Deleted {
 			t.Fatalf("delete on A: %+v %v", res, err)
 		}
 		fixtures.Eventually(t, clusterWait, "B drops the deleted session's subscribers", func() bool { return !subscribed() })

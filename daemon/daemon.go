@@ -19,6 +19,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/prompts"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
@@ -257,7 +258,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	d.desc = Descriptor{PID: os.Getpid(), URL: "ws://" + d.ln.Addr().String() + "/rpc", Token: d.token,
-		Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch, StartedAt: store.FormatTime(d.start)}
+		Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch, StartedAt: store.FormatTime(d.start)}
 	go func() {
 		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)

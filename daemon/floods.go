@@ -27,7 +27,7 @@ const (
 // outputBacklog is the output held back for one tool call on one
 // connection: the first backlogBytes of it, then only a count.
 type outputBacklog struct {
-	ev      rpc.Event // the last delta's envelope (session, admission, generation)
+	ev      protocol.Event // the last delta's envelope (session, admission, generation)
 	callID  string
 	text    []byte
 	omitted int64
@@ -41,7 +41,7 @@ func behind(c *rpc.Conn) bool {
 
 // sendOutput delivers one tool.output delta to c (frame is its encoding),
 // or holds it back while c is behind. Called with h.mu held.
-func (h *hub) sendOutput(c *rpc.Conn, sub *subscription, ev rpc.Event, frame []byte) {
+func (h *hub) sendOutput(c *rpc.Conn, sub *subscription, ev protocol.Event, frame []byte) {
 	var p struct {
 		CallID string `json:"tool_call_id"`
 		Text   string `json:"text"`

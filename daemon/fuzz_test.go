@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -25,25 +26,25 @@ import (
 // length). FuzzParams fails if the daemon's dispatch table has a method
 // that is missing here, so a new method cannot escape the fuzzer.
 var fuzzMethods = []string{
-	rpc.MethodInitialize,
-	rpc.MethodDaemonInfo,
-	rpc.MethodSessionCreate,
-	rpc.MethodSessionResume,
-	rpc.MethodSessionList,
-	rpc.MethodPromptSubmit,
-	rpc.MethodPromptCancel,
-	rpc.MethodInterrupt,
-	rpc.MethodResolveUnknown,
-	rpc.MethodApprovalRespond,
-	rpc.MethodClarifyRespond,
-	rpc.MethodApprovalsList,
-	rpc.MethodSessionUpdate,
-	rpc.MethodSessionDelete,
-	rpc.MethodApprovalsRevoke,
-	rpc.MethodPairingCode,
-	rpc.MethodClientsList,
-	rpc.MethodClientsRevoke,
-	rpc.MethodSessionMessages,
+	protocol.MethodInitialize,
+	protocol.MethodDaemonInfo,
+	protocol.MethodSessionCreate,
+	protocol.MethodSessionResume,
+	protocol.MethodSessionList,
+	protocol.MethodPromptSubmit,
+	protocol.MethodPromptCancel,
+	protocol.MethodInterrupt,
+	protocol.MethodResolveUnknown,
+	protocol.MethodApprovalRespond,
+	protocol.MethodClarifyRespond,
+	protocol.MethodApprovalsList,
+	protocol.MethodSessionUpdate,
+	protocol.MethodSessionDelete,
+	protocol.MethodApprovalsRevoke,
+	protocol.MethodPairingCode,
+	protocol.MethodClientsList,
+	protocol.MethodClientsRevoke,
+	protocol.MethodSessionMessages,
 }
 
 // fuzzEnv is one in-process daemon per fuzz worker with a live session, a
@@ -95,19 +96,19 @@ func startFuzzEnv(tb testing.TB) *fuzzEnv {
 	var sid string
 	err = d.db.InTx(context.Background(), func(tx *store.Tx) (err error) {
 		ts := []string{"terminal", "clarify"}
-		sid, err = d.createSession(tx, rpc.SessionCreateParams{Cwd: cwd, Model: fixtures.FakeModelName,
+		sid, err = d.createSession(tx, protocol.SessionCreateParams{Cwd: cwd, Model: fixtures.FakeModelName,
 			Provider: "openai", BaseURL: m.URL(), Toolsets: &ts})
 		return err
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	submit := func(input, text string) rpc.Receipt {
-		res, err := d.promptSubmit(context.Background(), env.conn, rpc.SubmitParams{SessionID: sid, InputID: input, Text: text})
+	submit := func(input, text string) protocol.Receipt {
+		res, err := d.promptSubmit(context.Background(), env.conn, protocol.SubmitParams{SessionID: sid, InputID: input, Text: text})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return res.(rpc.Receipt)
+		return res.(protocol.Receipt)
 	}
 	submit("ask", "ask")
 	var promptID string
@@ -136,24 +137,24 @@ func fuzzWait(tb testing.TB, what string, cond func() bool) {
 
 // documentedCode is the code each reason of PROTOCOL.md section 3 is sent
 // with; internal (-32603) is absent on purpose: no params may cause it.
-var documentedCode = map[rpc.Reason]int{
-	rpc.ReasonInvalidParams:      rpc.CodeInvalidParams,
-	rpc.ReasonNotFound:           rpc.CodeRefused,
-	rpc.ReasonStaleGeneration:    rpc.CodeRefused,
-	rpc.ReasonUnknownExecution:   rpc.CodeRefused,
-	rpc.ReasonAdmissionConflict:  rpc.CodeRefused,
-	rpc.ReasonCancelled:          rpc.CodeRefused,
-	rpc.ReasonNotQueued:          rpc.CodeRefused,
-	rpc.ReasonDraining:           rpc.CodeRefused,
-	rpc.ReasonStorageUnavailable: rpc.CodeRefused,
-	rpc.ReasonOverloaded:         rpc.CodeRefused,
-	rpc.ReasonSessionBusy:        rpc.CodeRefused,
+var documentedCode = map[protocol.Reason]int{
+	protocol.ReasonInvalidParams:      protocol.CodeInvalidParams,
+	protocol.ReasonNotFound:           protocol.CodeRefused,
+	protocol.ReasonStaleGeneration:    protocol.CodeRefused,
+	protocol.ReasonUnknownExecution:   protocol.CodeRefused,
+	protocol.ReasonAdmissionConflict:  protocol.CodeRefused,
+	protocol.ReasonCancelled:          protocol.CodeRefused,
+	protocol.ReasonNotQueued:          protocol.CodeRefused,
+	protocol.ReasonDraining:           protocol.CodeRefused,
+	protocol.ReasonStorageUnavailable: protocol.CodeRefused,
+	protocol.ReasonOverloaded:         protocol.CodeRefused,
+	protocol.ReasonSessionBusy:        protocol.CodeRefused,
 }
 
 // FuzzParams calls every method's real handler (looked up in the daemon's
 // dispatch table) with arbitrary params, as the dispatcher would pass them
 // (a JSON object, or nothing), against a real in-process daemon and store.
-// Properties: no panic; an error is an *rpc.Error (found with errors.As, as
+// Properties: no panic; an error is an *protocol.Error (found with errors.As, as
 // the dispatcher does) with a reason of PROTOCOL.md section 3 and its code,
 // never internal; invalid_params names the field (error.data.field);
 // params that break the documented shape of the method (wrong JSON types,
@@ -217,9 +218,9 @@ func FuzzParams(f *testing.F) {
 			}
 			return
 		}
-		var re *rpc.Error
+		var re *protocol.Error
 		if !errors.As(err, &re) {
-			t.Fatalf("%s %.300s: error %T %q is not an *rpc.Error (the wire would say -32603 internal)", name, params, err, err)
+			t.Fatalf("%s %.300s: error %T %q is not an *protocol.Error (the wire would say -32603 internal)", name, params, err, err)
 		}
 		code, ok := documentedCode[re.Reason]
 		if !ok {
@@ -231,12 +232,12 @@ func FuzzParams(f *testing.F) {
 		if strings.TrimSpace(err.Error()) == "" {
 			t.Fatalf("%s %.300s: error without a message", name, params)
 		}
-		if re.Reason == rpc.ReasonInvalidParams {
+		if re.Reason == protocol.ReasonInvalidParams {
 			if f, _ := re.Data["field"].(string); f == "" {
 				t.Fatalf("%s %.300s: invalid_params without error.data.field: %v", name, params, err)
 			}
 		}
-		if violation != "" && re.Reason != rpc.ReasonInvalidParams {
+		if violation != "" && re.Reason != protocol.ReasonInvalidParams {
 			t.Fatalf("%s %.300s: %s, but the error is %s: %v", name, params, violation, re.Reason, err)
 		}
 	})
@@ -263,24 +264,24 @@ type paramSpec struct {
 }
 
 var methodParams = map[string][]paramSpec{
-	rpc.MethodInitialize: {{"client", kObject, false}, {"protocol", kInt, false}},
-	rpc.MethodDaemonInfo: nil,
-	rpc.MethodSessionCreate: {{"cwd", kString, false}, {"model", kString, false}, {"provider", kString, false},
+	protocol.MethodInitialize: {{"client", kObject, false}, {"protocol", kInt, false}},
+	protocol.MethodDaemonInfo: nil,
+	protocol.MethodSessionCreate: {{"cwd", kString, false}, {"model", kString, false}, {"provider", kString, false},
 		{"base_url", kString, false}, {"toolsets", kStringList, false}, {"title", kString, false},
 		{"source", kString, false}, {"request_id", kString, false}},
-	rpc.MethodSessionResume: {{"session_id", kString, true}, {"after_seq", kInt, false}},
-	rpc.MethodSessionList:   {{"limit", kInt, false}, {"cursor", kString, false}},
-	rpc.MethodPromptSubmit: {{"session_id", kString, true}, {"input_id", kString, true}, {"text", kString, true},
+	protocol.MethodSessionResume: {{"session_id", kString, true}, {"after_seq", kInt, false}},
+	protocol.MethodSessionList:   {{"limit", kInt, false}, {"cursor", kString, false}},
+	protocol.MethodPromptSubmit: {{"session_id", kString, true}, {"input_id", kString, true}, {"text", kString, true},
 		{"attachments", kAny, false}},
-	rpc.MethodPromptCancel:    {{"session_id", kString, true}, {"admission_id", kString, true}},
-	rpc.MethodInterrupt:       {{"session_id", kString, true}, {"execution_generation", kInt, false}},
-	rpc.MethodResolveUnknown:  {{"session_id", kString, true}, {"admission_id", kString, true}, {"execution_generation", kInt, true}},
-	rpc.MethodApprovalRespond: {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, true}, {"answer", kAny, false}},
-	rpc.MethodClarifyRespond:  {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, false}, {"answer", kAny, true}},
-	rpc.MethodApprovalsList:   {{"session_id", kString, false}},
-	rpc.MethodSessionUpdate:   {{"session_id", kString, true}, {"title", kString, true}},
-	rpc.MethodSessionDelete:   {{"session_id", kString, true}},
-	rpc.MethodApprovalsRevoke: {{"pattern", kString, true}, {"session_id", kString, false}},
+	protocol.MethodPromptCancel:    {{"session_id", kString, true}, {"admission_id", kString, true}},
+	protocol.MethodInterrupt:       {{"session_id", kString, true}, {"execution_generation", kInt, false}},
+	protocol.MethodResolveUnknown:  {{"session_id", kString, true}, {"admission_id", kString, true}, {"execution_generation", kInt, true}},
+	protocol.MethodApprovalRespond: {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, true}, {"answer", kAny, false}},
+	protocol.MethodClarifyRespond:  {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, false}, {"answer", kAny, true}},
+	protocol.MethodApprovalsList:   {{"session_id", kString, false}},
+	protocol.MethodSessionUpdate:   {{"session_id", kString, true}, {"title", kString, true}},
+	protocol.MethodSessionDelete:   {{"session_id", kString, true}},
+	protocol.MethodApprovalsRevoke: {{"pattern", kString, true}, {"session_id", kString, false}},
 }
 
 // member finds the member encoding/json would decode into the field name:
@@ -360,14 +361,14 @@ func paramsViolation(method string, params json.RawMessage) string {
 		}
 	}
 	// Types are right from here on; now the documented values.
-	if n, ok := intParam(obj, "after_seq"); ok && method == rpc.MethodSessionResume && n < 0 {
+	if n, ok := intParam(obj, "after_seq"); ok && method == protocol.MethodSessionResume && n < 0 {
 		return "after_seq is negative"
 	}
-	if n, ok := intParam(obj, "limit"); ok && method == rpc.MethodSessionList && n < 0 {
+	if n, ok := intParam(obj, "limit"); ok && method == protocol.MethodSessionList && n < 0 {
 		return "limit is negative"
 	}
 	switch method {
-	case rpc.MethodInitialize:
+	case protocol.MethodInitialize:
 		if c, present, sure := member(obj, "client"); present && sure && c[0] == '{' {
 			var inner map[string]json.RawMessage
 			if json.Unmarshal(c, &inner) == nil {
@@ -378,10 +379,10 @@ func paramsViolation(method string, params json.RawMessage) string {
 				}
 			}
 		}
-		if n, ok := intParam(obj, "protocol"); ok && n != rpc.ProtocolVersion {
+		if n, ok := intParam(obj, "protocol"); ok && n != protocol.Version {
 			return "protocol is not 1"
 		}
-	case rpc.MethodSessionCreate:
+	case protocol.MethodSessionCreate:
 		if s, present, _ := str("cwd"); present && s != "" && !filepath.IsAbs(s) {
 			return "cwd is not absolute"
 		}
@@ -406,7 +407,7 @@ func paramsViolation(method string, params json.RawMessage) string {
 				}
 			}
 		}
-	case rpc.MethodPromptSubmit:
+	case protocol.MethodPromptSubmit:
 		if s, present, sure := str("input_id"); present && sure && !admission.ValidInputID(s) {
 			return "input_id is not 1-128 characters of [A-Za-z0-9._:-]"
 		}
@@ -416,11 +417,11 @@ func paramsViolation(method string, params json.RawMessage) string {
 		if v, present, sure := member(obj, "attachments"); present && sure && string(v) != "null" && v[0] != '[' {
 			return "attachments is not an array"
 		}
-	case rpc.MethodApprovalRespond:
+	case protocol.MethodApprovalRespond:
 		if s, present, sure := str("choice"); present && sure && s != "once" && s != "session" && s != "always" && s != "deny" {
 			return "choice is not once, session, always or deny"
 		}
-	case rpc.MethodClarifyRespond:
+	case protocol.MethodClarifyRespond:
 		if v, present, sure := member(obj, "answer"); present && sure && string(v) != "null" {
 			var s string
 			var list []string

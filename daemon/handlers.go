@@ -18,25 +18,25 @@ import (
 func (d *Daemon) routes() *rpc.Mux {
 	m := &guardedMux{rpc.NewMux()}
 	defer func() { m.Wrap(wireHandler) }()
-	m.Handle(rpc.MethodInitialize, rpc.Typed(d.initialize))
-	m.Handle(rpc.MethodDaemonInfo, d.daemonInfo)
-	m.Handle(rpc.MethodSessionCreate, rpc.Typed(d.sessionCreate))
-	m.Handle(rpc.MethodSessionResume, rpc.Typed(d.sessionResume))
-	m.Handle(rpc.MethodSessionMessages, rpc.Typed(d.sessionMessages))
-	m.Handle(rpc.MethodSessionList, rpc.Typed(d.sessionList))
-	m.Handle(rpc.MethodPromptSubmit, d.metrics.timed(wireHandler(rpc.Typed(d.promptSubmit))))
-	m.Handle(rpc.MethodPromptCancel, rpc.Typed(d.promptCancel))
-	m.Handle(rpc.MethodInterrupt, rpc.Typed(d.sessionInterrupt))
-	m.Handle(rpc.MethodResolveUnknown, rpc.Typed(d.resolveUnknown))
-	m.Handle(rpc.MethodApprovalRespond, d.respond(prompts.KindApproval))
-	m.Handle(rpc.MethodClarifyRespond, d.respond(prompts.KindClarify))
-	m.Handle(rpc.MethodApprovalsList, rpc.Typed(d.approvalsList))
-	m.Handle(rpc.MethodSessionUpdate, rpc.Typed(d.sessionUpdate))
-	m.Handle(rpc.MethodSessionDelete, rpc.Typed(d.sessionDelete))
-	m.Handle(rpc.MethodApprovalsRevoke, rpc.Typed(d.approvalsRevoke))
-	m.Handle(rpc.MethodPairingCode, d.pairingCode)
-	m.Handle(rpc.MethodClientsList, d.clientsList)
-	m.Handle(rpc.MethodClientsRevoke, d.clientsRevoke)
+	m.Handle(protocol.MethodInitialize, rpc.Typed(d.initialize))
+	m.Handle(protocol.MethodDaemonInfo, d.daemonInfo)
+	m.Handle(protocol.MethodSessionCreate, rpc.Typed(d.sessionCreate))
+	m.Handle(protocol.MethodSessionResume, rpc.Typed(d.sessionResume))
+	m.Handle(protocol.MethodSessionMessages, rpc.Typed(d.sessionMessages))
+	m.Handle(protocol.MethodSessionList, rpc.Typed(d.sessionList))
+	m.Handle(protocol.MethodPromptSubmit, d.metrics.timed(wireHandler(rpc.Typed(d.promptSubmit))))
+	m.Handle(protocol.MethodPromptCancel, rpc.Typed(d.promptCancel))
+	m.Handle(protocol.MethodInterrupt, rpc.Typed(d.sessionInterrupt))
+	m.Handle(protocol.MethodResolveUnknown, rpc.Typed(d.resolveUnknown))
+	m.Handle(protocol.MethodApprovalRespond, d.respond(prompts.KindApproval))
+	m.Handle(protocol.MethodClarifyRespond, d.respond(prompts.KindClarify))
+	m.Handle(protocol.MethodApprovalsList, rpc.Typed(d.approvalsList))
+	m.Handle(protocol.MethodSessionUpdate, rpc.Typed(d.sessionUpdate))
+	m.Handle(protocol.MethodSessionDelete, rpc.Typed(d.sessionDelete))
+	m.Handle(protocol.MethodApprovalsRevoke, rpc.Typed(d.approvalsRevoke))
+	m.Handle(protocol.MethodPairingCode, d.pairingCode)
+	m.Handle(protocol.MethodClientsList, d.clientsList)
+	m.Handle(protocol.MethodClientsRevoke, d.clientsRevoke)
 	return m.Mux
 }
 
@@ -64,31 +64,31 @@ func wireErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	var re *rpc.Error
+	var re *protocol.Error
 	if errors.As(err, &re) {
 		return err
 	}
 	table := []struct {
 		target error
-		reason rpc.Reason
+		reason protocol.Reason
 	}{
-		{admission.ErrSessionNotFound, rpc.ReasonNotFound},
-		{admission.ErrNotFound, rpc.ReasonNotFound},
-		{prompts.ErrNotFound, rpc.ReasonNotFound},
-		{admission.ErrConflict, rpc.ReasonAdmissionConflict},
-		{admission.ErrCancelled, rpc.ReasonCancelled},
-		{admission.ErrNotQueued, rpc.ReasonNotQueued},
-		{admission.ErrUnknownExecution, rpc.ReasonUnknownExecution},
-		{admission.ErrStaleGeneration, rpc.ReasonStaleGeneration},
-		{prompts.ErrStaleGeneration, rpc.ReasonStaleGeneration},
-		{admission.ErrSessionBusy, rpc.ReasonSessionBusy},
-		{admission.ErrQueueFull, rpc.ReasonOverloaded},
-		{prompts.ErrInvalidAnswer, rpc.ReasonInvalidParams},
-		{store.ErrUnavailable, rpc.ReasonStorageUnavailable},
+		{admission.ErrSessionNotFound, protocol.ReasonNotFound},
+		{admission.ErrNotFound, protocol.ReasonNotFound},
+		{prompts.ErrNotFound, protocol.ReasonNotFound},
+		{admission.ErrConflict, protocol.ReasonAdmissionConflict},
+		{admission.ErrCancelled, protocol.ReasonCancelled},
+		{admission.ErrNotQueued, protocol.ReasonNotQueued},
+		{admission.ErrUnknownExecution, protocol.ReasonUnknownExecution},
+		{admission.ErrStaleGeneration, protocol.ReasonStaleGeneration},
+		{prompts.ErrStaleGeneration, protocol.ReasonStaleGeneration},
+		{admission.ErrSessionBusy, protocol.ReasonSessionBusy},
+		{admission.ErrQueueFull, protocol.ReasonOverloaded},
+		{prompts.ErrInvalidAnswer, protocol.ReasonInvalidParams},
+		{store.ErrUnavailable, protocol.ReasonStorageUnavailable},
 	}
 	for _, t := range table {
 		if errors.Is(err, t.target) {
-			re := rpc.Errorf(t.reason, "%s", err.Error())
+			re := protocol.Errorf(t.reason, "%s", err.Error())
 			if ie := (*admission.InputError)(nil); errors.As(err, &ie) {
 				re = re.With("admission_id", ie.AdmissionID)
 			}
@@ -96,24 +96,24 @@ func wireErr(err error) error {
 		}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return rpc.Errorf(rpc.ReasonInternal, "request ended before it completed: %v", err)
+		return protocol.Errorf(protocol.ReasonInternal, "request ended before it completed: %v", err)
 	}
 	return err
 }
 
 func required(field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return rpc.InvalidParams(field, "required")
+		return protocol.InvalidParams(field, "required")
 	}
 	return nil
 }
 
-func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p rpc.InitializeParams) (any, error) {
-	if p.Protocol != nil && *p.Protocol != rpc.ProtocolVersion {
-		return nil, rpc.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", rpc.ProtocolVersion, *p.Protocol)
+func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p protocol.InitializeParams) (any, error) {
+	if p.Protocol != nil && *p.Protocol != protocol.Version {
+		return nil, protocol.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", protocol.Version, *p.Protocol)
 	}
 	c.SetValue(clientKey, p.Client)
-	return rpc.InitializeResult{Protocol: rpc.ProtocolVersion, Version: Version, BootEpoch: d.epoch}, nil
+	return protocol.InitializeResult{Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch}, nil
 }
 
 func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
@@ -128,10 +128,10 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
 		return nil, err
 	}
-	info := rpc.DaemonInfo{Version: Version, Protocol: rpc.ProtocolVersion, PID: d.desc.PID, BootEpoch: d.epoch,
+	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
-	info.Storage = rpc.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
+	info.Storage = protocol.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
 	var cl struct {
 		Owned int64 `db:"owned"`
 		Live  int64 `db:"live"`
@@ -140,7 +140,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 		(SELECT count(*) FROM boot_epochs WHERE lease_expires_ms > `+d.dialect.NowMS()+`) AS live`, d.epoch); err != nil {
 		return nil, err
 	}
-	info.Cluster = &rpc.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: cl.Owned, LiveDaemons: cl.Live}
+	info.Cluster = &protocol.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: cl.Owned, LiveDaemons: cl.Live}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage.WALBytes, info.Storage.LastCheckpointAt, info.Storage.CheckpointBusy = st.WALBytes, store.FormatTime(st.At), st.Busy
 		if st.Err != nil {
@@ -150,9 +150,9 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	return info, nil
 }
 
-func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p rpc.SessionCreateParams) (any, error) {
+func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p protocol.SessionCreateParams) (any, error) {
 	if d.draining.Load() {
-		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and creates no sessions")
+		return nil, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and creates no sessions")
 	}
 	if err := d.normalizeCreate(&p); err != nil {
 		return nil, err
@@ -169,12 +169,12 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p rpc.SessionCr
 	return d.resume(c, id, nil)
 }
 
-func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, p rpc.ResumeParams) (any, error) {
+func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, p protocol.ResumeParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
 	if p.AfterSeq != nil && *p.AfterSeq < 0 {
-		return nil, rpc.InvalidParams("after_seq", "must be >= 0")
+		return nil, protocol.InvalidParams("after_seq", "must be >= 0")
 	}
 	return d.resume(c, p.SessionID, p.AfterSeq)
 }
@@ -204,8 +204,8 @@ type summaryRow struct {
 	OpenPrompts  int64   `db:"open_prompts"`
 }
 
-func (r summaryRow) summary() rpc.SessionSummary {
-	return rpc.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
+func (r summaryRow) summary() protocol.SessionSummary {
+	return protocol.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
 		Running: r.Running, PendingCount: r.PendingCount, UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts}
 }
 
@@ -220,9 +220,9 @@ const summarySelect = `SELECT s.session_id, s.title, s.cwd, s.created_at,
 	(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
 	FROM sessions s `
 
-func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionListParams) (any, error) {
+func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.SessionListParams) (any, error) {
 	if p.Limit < 0 {
-		return nil, rpc.InvalidParams("limit", "must be positive")
+		return nil, protocol.InvalidParams("limit", "must be positive")
 	}
 	if p.Limit == 0 {
 		p.Limit = 50
@@ -232,7 +232,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionList
 	if p.Cursor != "" {
 		at, id, err := parseListCursor(p.Cursor)
 		if err != nil {
-			return nil, rpc.InvalidParams("cursor", "not a cursor returned by session.list")
+			return nil, protocol.InvalidParams("cursor", "not a cursor returned by session.list")
 		}
 		conds, args = append(conds, "(s.created_at, s.session_id) < (?, ?)"), append(args, at, id)
 	}
@@ -251,7 +251,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionList
 	if err != nil {
 		return nil, err
 	}
-	out := rpc.SessionList{Sessions: []rpc.SessionSummary{}}
+	out := protocol.SessionList{Sessions: []protocol.SessionSummary{}}
 	for i, r := range rows {
 		if i == p.Limit {
 			last := rows[i-1]
@@ -263,30 +263,30 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p rpc.SessionList
 	return out, nil
 }
 
-func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p rpc.SubmitParams) (any, error) {
+func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.SubmitParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
 	if !admission.ValidInputID(p.InputID) {
-		return nil, rpc.InvalidParams("input_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+		return nil, protocol.InvalidParams("input_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	if p.Text == "" {
-		return nil, rpc.InvalidParams("text", "required and non-empty")
+		return nil, protocol.InvalidParams("text", "required and non-empty")
 	}
 	if n, max := len(p.Text)+len(p.Attachments), d.cfg.Limits.MaxInputBytes; n > max {
-		return nil, rpc.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
+		return nil, protocol.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
 	}
 	if len(p.Attachments) > 0 && string(p.Attachments) != "null" {
 		canon, err := canonicalArray(p.Attachments)
 		if err != nil {
-			return nil, rpc.InvalidParams("attachments", "%v", err)
+			return nil, protocol.InvalidParams("attachments", "%v", err)
 		}
 		p.Attachments = canon
 	} else {
 		p.Attachments = nil
 	}
 	if d.draining.Load() {
-		return nil, rpc.Errorf(rpc.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
+		return nil, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
 		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0}, d.sched.AtCapacity)
@@ -315,7 +315,7 @@ func canonicalArray(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p rpc.AdmissionRef) (any, error) {
+func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p protocol.AdmissionRef) (any, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p rpc.AdmissionR
 	return receiptToWire(a.Receipt()), nil
 }
 
-func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.InterruptParams) (any, error) {
+func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p protocol.InterruptParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -335,7 +335,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.Interr
 		return nil, err
 	}
 	if p.ExecutionGeneration != nil && *p.ExecutionGeneration != s.ExecutionGeneration {
-		return nil, rpc.Errorf(rpc.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
+		return nil, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
 			*p.ExecutionGeneration, s.ExecutionGeneration).With("execution_generation", s.ExecutionGeneration)
 	}
 	var gen int64
@@ -351,15 +351,15 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p rpc.Interr
 		return d.interruptElsewhere(ctx, p.SessionID, gen)
 	}
 	id := a.AdmissionID
-	return rpc.InterruptResult{Interrupted: &id}, nil
+	return protocol.InterruptResult{Interrupted: &id}, nil
 }
 
-func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, p rpc.ResolveUnknownParams) (any, error) {
+func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, p protocol.ResolveUnknownParams) (any, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
 		return nil, err
 	}
 	if p.ExecutionGeneration == nil {
-		return nil, rpc.InvalidParams("execution_generation", "required: the generation of the unknown admission")
+		return nil, protocol.InvalidParams("execution_generation", "required: the generation of the unknown admission")
 	}
 	a, err := d.queue.ResolveUnknownBy(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, senderJSON(c), d.closePrompts)
 	if err != nil {
@@ -379,29 +379,29 @@ func (d *Daemon) closePrompts(tx *store.Tx, a admission.Admission, resolution st
 }
 
 func (d *Daemon) respond(kind string) rpc.Handler {
-	return rpc.Typed(func(ctx context.Context, c *rpc.Conn, p rpc.RespondParams) (any, error) {
+	return rpc.Typed(func(ctx context.Context, c *rpc.Conn, p protocol.RespondParams) (any, error) {
 		if err := errors.Join(required("session_id", p.SessionID), required("prompt_id", p.PromptID)); err != nil {
 			return nil, err
 		}
 		if p.ExecutionGeneration == nil {
-			return nil, rpc.InvalidParams("execution_generation", "required: the prompt's execution_generation")
+			return nil, protocol.InvalidParams("execution_generation", "required: the prompt's execution_generation")
 		}
 		var answer json.RawMessage
 		switch kind {
 		case prompts.KindApproval:
 			if !prompts.ValidChoice(string(p.Choice)) {
-				return nil, rpc.InvalidParams("choice", "must be once, session, always or deny")
+				return nil, protocol.InvalidParams("choice", "must be once, session, always or deny")
 			}
 			answer, _ = json.Marshal(protocol.ApprovalResponse{Choice: p.Choice})
 		default:
 			// A null answer is no answer: it would resolve the prompt
 			// with an empty reply the user never gave.
 			if len(p.Answer) == 0 || string(p.Answer) == "null" {
-				return nil, rpc.InvalidParams("answer", "required: a string or a list of strings")
+				return nil, protocol.InvalidParams("answer", "required: a string or a list of strings")
 			}
 			a, ok := clarifyAnswer(p.Answer)
 			if !ok {
-				return nil, rpc.InvalidParams("answer", "must be a string or a list of strings")
+				return nil, protocol.InvalidParams("answer", "must be a string or a list of strings")
 			}
 			answer, _ = json.Marshal(protocol.ClarifyResponse{Answer: a})
 		}
@@ -411,7 +411,7 @@ func (d *Daemon) respond(kind string) rpc.Handler {
 			return nil, err
 		}
 		d.auditAnswer(c, p, kind, status, answer)
-		return rpc.RespondResult{Status: rpc.RespondStatus(status), PromptID: p.PromptID}, nil
+		return protocol.RespondResult{Status: protocol.RespondStatus(status), PromptID: p.PromptID}, nil
 	})
 }
 
@@ -434,14 +434,14 @@ func clarifyAnswer(raw json.RawMessage) (any, bool) {
 	return out, true
 }
 
-func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p rpc.ApprovalsListParams) (any, error) {
+func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p protocol.ApprovalsListParams) (any, error) {
 	always, err := d.prompts.AlwaysAllowed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := rpc.ApprovalsList{Always: make([]rpc.AllowRule, 0, len(always))}
+	out := protocol.ApprovalsList{Always: make([]protocol.AllowRule, 0, len(always))}
 	for _, r := range always {
-		out.Always = append(out.Always, rpc.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
+		out.Always = append(out.Always, protocol.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
@@ -451,9 +451,9 @@ func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p rpc.Approvals
 		if err != nil {
 			return nil, err
 		}
-		out.Session = make([]rpc.AllowRule, 0, len(rs))
+		out.Session = make([]protocol.AllowRule, 0, len(rs))
 		for _, r := range rs {
-			out.Session = append(out.Session, rpc.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
+			out.Session = append(out.Session, protocol.AllowRule{Pattern: r.Pattern, CreatedAt: r.CreatedAt})
 		}
 	}
 	return out, nil

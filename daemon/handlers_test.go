@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -64,7 +65,7 @@ func mustSession(t *testing.T, d *Daemon) string {
 	var id string
 	err := d.db.InTx(context.Background(), func(tx *store.Tx) (err error) {
 		ts := []string{"terminal"}
-		id, err = d.createSession(tx, rpc.SessionCreateParams{Cwd: t.TempDir(), Model: "m", Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Toolsets: &ts})
+		id, err = d.createSession(tx, protocol.SessionCreateParams{Cwd: t.TempDir(), Model: "m", Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Toolsets: &ts})
 		return err
 	})
 	if err != nil {
@@ -73,9 +74,9 @@ func mustSession(t *testing.T, d *Daemon) string {
 	return id
 }
 
-func wantWire(t *testing.T, err error, reason rpc.Reason) {
+func wantWire(t *testing.T, err error, reason protocol.Reason) {
 	t.Helper()
-	var re *rpc.Error
+	var re *protocol.Error
 	if !errors.As(err, &re) || re.Reason != reason {
 		t.Fatalf("err = %v, want reason %s", err, reason)
 	}
@@ -96,12 +97,12 @@ func TestSubmitValidatesInput(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: accepted", name)
 		}
-		wantWire(t, err, rpc.ReasonInvalidParams)
+		wantWire(t, err, protocol.ReasonInvalidParams)
 	}
 	_, err := call(t, d.promptSubmit, map[string]any{"session_id": "ses_nope", "input_id": "ok", "text": "x"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = call(t, d.promptCancel, map[string]any{"session_id": sid, "admission_id": "adm_nope"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	var n int
 	d.db.Get(context.Background(), &n, `SELECT count(*) FROM session_admissions`)
 	if n != 0 {
@@ -114,9 +115,9 @@ func TestSubmitWhileDrainingIsRefused(t *testing.T) {
 	sid := mustSession(t, d)
 	d.draining.Store(true)
 	_, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "late", "text": "x"})
-	wantWire(t, err, rpc.ReasonDraining)
+	wantWire(t, err, protocol.ReasonDraining)
 	_, err = call(t, d.sessionCreate, map[string]any{"cwd": t.TempDir()})
-	wantWire(t, err, rpc.ReasonDraining)
+	wantWire(t, err, protocol.ReasonDraining)
 	d.draining.Store(false)
 }
 
@@ -139,7 +140,7 @@ func TestStorageUnavailableAcknowledgesNothingAndRecovers(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "locked", "text": "x"})
-	wantWire(t, err, rpc.ReasonStorageUnavailable)
+	wantWire(t, err, protocol.ReasonStorageUnavailable)
 	t.Logf("refused after %v (busy_timeout)", time.Since(start).Round(time.Millisecond))
 	hold.Rollback()
 	var n int
@@ -153,7 +154,7 @@ func TestStorageUnavailableAcknowledgesNothingAndRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.(rpc.Receipt); r.Duplicate || r.Seq != 1 {
+	if r := res.(protocol.Receipt); r.Duplicate || r.Seq != 1 {
 		t.Fatalf("receipt after recovery = %+v", r)
 	}
 }
@@ -171,15 +172,15 @@ func TestAttachmentsDigestIgnoresFormatting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("same attachments, other formatting: %v", err)
 	}
-	if r := again.(rpc.Receipt); !r.Duplicate || r.AdmissionID != first.(rpc.Receipt).AdmissionID {
+	if r := again.(protocol.Receipt); !r.Duplicate || r.AdmissionID != first.(protocol.Receipt).AdmissionID {
 		t.Fatalf("receipt = %+v", r)
 	}
 	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "att", "text": "x",
 		"attachments": json.RawMessage(`[{"a":"y","b":2}]`)})
-	wantWire(t, err, rpc.ReasonAdmissionConflict)
+	wantWire(t, err, protocol.ReasonAdmissionConflict)
 	// The error names the admission the input_id already is.
-	if re := (*rpc.Error)(nil); !errors.As(err, &re) || re.Data["admission_id"] != first.(rpc.Receipt).AdmissionID {
-		t.Fatalf("conflict data %+v, want admission_id %s", re, first.(rpc.Receipt).AdmissionID)
+	if re := (*protocol.Error)(nil); !errors.As(err, &re) || re.Data["admission_id"] != first.(protocol.Receipt).AdmissionID {
+		t.Fatalf("conflict data %+v, want admission_id %s", re, first.(protocol.Receipt).AdmissionID)
 	}
 }
 
@@ -200,23 +201,23 @@ func TestApprovalsListShowsRememberedPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := res.(rpc.ApprovalsList)
+	l := res.(protocol.ApprovalsList)
 	if len(l.Always) != 1 || l.Always[0].Pattern != "rm-recursive" || len(l.Session) != 1 || l.Session[0].Pattern != "git-push-force" {
 		t.Fatalf("approvals.list = %+v", l)
 	}
 	res, _ = call(t, d.approvalsList, map[string]any{})
-	if l := res.(rpc.ApprovalsList); len(l.Always) != 1 || l.Session != nil {
+	if l := res.(protocol.ApprovalsList); len(l.Always) != 1 || l.Session != nil {
 		t.Fatalf("without a session: %+v", l)
 	}
 	_, err = call(t, d.approvalsList, map[string]any{"session_id": "ses_nope"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 }
 
 func TestLimitsRefuseWithClearErrors(t *testing.T) {
 	d := startTest(t, "limits: {max_queued_per_session: 2, max_input_bytes: 16}")
 	sid := mustSession(t, d)
 	_, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "big", "text": strings.Repeat("x", 17)})
-	wantWire(t, err, rpc.ReasonInvalidParams)
+	wantWire(t, err, protocol.ReasonInvalidParams)
 	// The first input starts (and parks on the model); two more may queue.
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": id, "text": "x"}); err != nil {
@@ -227,9 +228,9 @@ func TestLimitsRefuseWithClearErrors(t *testing.T) {
 		}
 	}
 	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "d", "text": "x"})
-	wantWire(t, err, rpc.ReasonOverloaded)
+	wantWire(t, err, protocol.ReasonOverloaded)
 	// A duplicate of an admitted input is still answered.
-	if res, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "b", "text": "x"}); err != nil || !res.(rpc.Receipt).Duplicate {
+	if res, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "b", "text": "x"}); err != nil || !res.(protocol.Receipt).Duplicate {
 		t.Fatalf("duplicate while full: %v %v", res, err)
 	}
 }

@@ -111,18 +111,18 @@ func (h *hub) unsubscribe(c *rpc.Conn, sessionID string) {
 	}
 }
 
-func notificationFrame(ev rpc.Event) ([]byte, error) {
+func notificationFrame(ev protocol.Event) ([]byte, error) {
 	return json.Marshal(struct {
-		JSONRPC string    `json:"jsonrpc"`
-		Method  string    `json:"method"`
-		Params  rpc.Event `json:"params"`
-	}{rpc.Version, rpc.NotifySessionEvent, ev})
+		JSONRPC string         `json:"jsonrpc"`
+		Method  string         `json:"method"`
+		Params  protocol.Event `json:"params"`
+	}{rpc.Version, protocol.NotifySessionEvent, ev})
 }
 
 // wireEvent converts a stored event to its notification params.
-func wireEvent(e store.Event) rpc.Event {
+func wireEvent(e store.Event) protocol.Event {
 	seq := e.Seq
-	ev := rpc.Event{SessionID: e.SessionID, Seq: &seq, Type: protocol.EventType(e.Type), ExecutionGeneration: e.ExecutionGeneration, Payload: e.Payload}
+	ev := protocol.Event{SessionID: e.SessionID, Seq: &seq, Type: protocol.EventType(e.Type), ExecutionGeneration: e.ExecutionGeneration, Payload: e.Payload}
 	if e.AdmissionID != nil {
 		ev.AdmissionID = *e.AdmissionID
 	}
@@ -388,7 +388,7 @@ func (h *hub) publishDelta(sessionID string, typ protocol.EventType, admissionID
 	if err != nil {
 		return
 	}
-	ev := rpc.Event{SessionID: sessionID, Type: typ, AdmissionID: admissionID, Payload: body}
+	ev := protocol.Event{SessionID: sessionID, Type: typ, AdmissionID: admissionID, Payload: body}
 	if gen > 0 {
 		ev.ExecutionGeneration = &gen
 	}

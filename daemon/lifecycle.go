@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -14,15 +15,15 @@ import (
 // session.delete, and approvals.revoke (docs/protocol.md section 4 and
 // Part 2 D).
 
-func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p rpc.SessionUpdateParams) (any, error) {
+func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.SessionUpdateParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
 	if p.Title == nil || strings.TrimSpace(*p.Title) == "" {
-		return nil, rpc.InvalidParams("title", "required: the new title")
+		return nil, protocol.InvalidParams("title", "required: the new title")
 	}
 	if len(*p.Title) > 500 {
-		return nil, rpc.InvalidParams("title", "longer than 500 bytes")
+		return nil, protocol.InvalidParams("title", "longer than 500 bytes")
 	}
 	var old string
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -42,28 +43,28 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p rpc.SessionUp
 }
 
 // sessionSummary is the session.list row of one session.
-func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (rpc.SessionSummary, error) {
+func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (protocol.SessionSummary, error) {
 	var r summaryRow
 	err := d.db.Get(ctx, &r, summarySelect+`WHERE s.session_id = ?`, sessionID)
 	if err != nil {
 		if _, gerr := getSession(d.db.Reads(ctx), sessionID); gerr != nil {
-			return rpc.SessionSummary{}, wireErr(gerr)
+			return protocol.SessionSummary{}, wireErr(gerr)
 		}
-		return rpc.SessionSummary{}, wireErr(err)
+		return protocol.SessionSummary{}, wireErr(err)
 	}
 	return r.summary(), nil
 }
 
-func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p rpc.SessionDeleteParams) (any, error) {
+func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p protocol.SessionDeleteParams) (any, error) {
 	if err := required("session_id", p.SessionID); err != nil {
 		return nil, err
 	}
 	if err := d.queue.DeleteSession(ctx, p.SessionID); err != nil {
 		if errors.Is(err, admission.ErrSessionNotFound) {
-			return nil, rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", p.SessionID).With("session_id", p.SessionID)
+			return nil, protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", p.SessionID).With("session_id", p.SessionID)
 		}
 		err = wireErr(err)
-		var re *rpc.Error
+		var re *protocol.Error
 		if errors.As(err, &re) {
 			re = re.With("session_id", p.SessionID)
 			return nil, re
@@ -73,12 +74,12 @@ func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p rpc.SessionDe
 	// Nothing more will be published for it: subscribers stop waiting.
 	d.hub.dropSession(p.SessionID)
 	d.audit().Info("session deleted", append(connAttrs(c), "session_id", p.SessionID)...)
-	return rpc.SessionDeleteResult{Deleted: true}, nil
+	return protocol.SessionDeleteResult{Deleted: true}, nil
 }
 
-func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p rpc.ApprovalsRevokeParams) (any, error) {
+func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p protocol.ApprovalsRevokeParams) (any, error) {
 	if strings.TrimSpace(p.Pattern) == "" {
-		return nil, rpc.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
+		return nil, protocol.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
@@ -93,7 +94,7 @@ func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p rpc.Approva
 		scope = "session"
 	}
 	d.audit().Info("approval revoked", append(connAttrs(c), "pattern", p.Pattern, "scope", scope, "session_id", p.SessionID)...)
-	return rpc.ApprovalsRevokeResult{Revoked: true}, nil
+	return protocol.ApprovalsRevokeResult{Revoked: true}, nil
 }
 
 // dropSession forgets every subscription to sessionID (deleted).

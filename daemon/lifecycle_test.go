@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
 // liveSession creates a session on the daemon's fake model (its turns park).
 func liveSession(t *testing.T, d *Daemon) string {
 	t.Helper()
-	p := rpc.SessionCreateParams{Cwd: t.TempDir()}
+	p := protocol.SessionCreateParams{Cwd: t.TempDir()}
 	if err := d.normalizeCreate(&p); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestSessionUpdateRenames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row := res.(rpc.SessionSummary); row.SessionID != sid || row.Title != "new name" || row.Cwd == "" || row.CreatedAt == "" {
+	if row := res.(protocol.SessionSummary); row.SessionID != sid || row.Title != "new name" || row.Cwd == "" || row.CreatedAt == "" {
 		t.Fatalf("session.update = %+v", row)
 	}
 	snap, err := d.snapshot(sid, nil)
@@ -49,10 +49,10 @@ func TestSessionUpdateRenames(t *testing.T) {
 		{"title": "x"},
 	} {
 		_, err := call(t, d.sessionUpdate, bad)
-		wantWire(t, err, rpc.ReasonInvalidParams)
+		wantWire(t, err, protocol.ReasonInvalidParams)
 	}
 	_, err = call(t, d.sessionUpdate, map[string]any{"session_id": "ses_nope", "title": "x"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	if snap, _ := d.snapshot(sid, nil); snap.Title != "new name" {
 		t.Fatalf("a refused update changed the title to %q", snap.Title)
 	}
@@ -73,7 +73,7 @@ func TestSessionDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aid := res.(rpc.Receipt).AdmissionID
+	aid := res.(protocol.Receipt).AdmissionID
 	if _, err := call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "in-2", "text": "queued behind"}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSessionDelete(t *testing.T) {
 	waitFor(t, func() bool { _, ok := d.sched.Running(sid); return ok })
 
 	_, err = call(t, d.sessionDelete, map[string]any{"session_id": sid})
-	wantWire(t, err, rpc.ReasonSessionBusy)
+	wantWire(t, err, protocol.ReasonSessionBusy)
 
 	if _, _, err := d.sched.Interrupt(ctx, sid, 0); err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestSessionDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = call(t, d.sessionDelete, map[string]any{"session_id": sid})
-	wantWire(t, err, rpc.ReasonUnknownExecution)
+	wantWire(t, err, protocol.ReasonUnknownExecution)
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.Exec(`UPDATE session_admissions SET status = 'terminal', outcome = 'interrupted' WHERE admission_id = ?`, aid)
 		return err
@@ -115,7 +115,7 @@ func TestSessionDelete(t *testing.T) {
 	}
 
 	res, err = call(t, d.sessionDelete, map[string]any{"session_id": sid})
-	if err != nil || !res.(rpc.SessionDeleteResult).Deleted {
+	if err != nil || !res.(protocol.SessionDeleteResult).Deleted {
 		t.Fatalf("session.delete of an idle session: %v %v", res, err)
 	}
 	for _, table := range []string{"sessions", "session_admissions", "messages", "prompts", "events", "session_approvals"} {
@@ -132,15 +132,15 @@ func TestSessionDelete(t *testing.T) {
 		t.Fatalf("the other session: %v", err)
 	}
 	_, err = call(t, d.sessionDelete, map[string]any{"session_id": sid})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = d.snapshot(sid, nil)
-	wantWire(t, wireErr(err), rpc.ReasonNotFound)
+	wantWire(t, wireErr(err), protocol.ReasonNotFound)
 	_, err = call(t, d.promptSubmit, map[string]any{"session_id": sid, "input_id": "in-3", "text": "x"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = call(t, d.promptCancel, map[string]any{"session_id": sid, "admission_id": aid})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = call(t, d.sessionDelete, map[string]any{})
-	wantWire(t, err, rpc.ReasonInvalidParams)
+	wantWire(t, err, protocol.ReasonInvalidParams)
 
 	// secure_delete: once the WAL is checkpointed, the file holds no copy.
 	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -173,18 +173,18 @@ func TestApprovalsRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := call(t, d.approvalsRevoke, map[string]any{"pattern": "rm-recursive"})
-	if err != nil || !res.(rpc.ApprovalsRevokeResult).Revoked {
+	if err != nil || !res.(protocol.ApprovalsRevokeResult).Revoked {
 		t.Fatalf("revoke always: %v %v", res, err)
 	}
 	res, _ = call(t, d.approvalsList, map[string]any{"session_id": sid})
-	if l := res.(rpc.ApprovalsList); len(l.Always) != 1 || l.Always[0].Pattern != "git-push-force" || len(l.Session) != 1 {
+	if l := res.(protocol.ApprovalsList); len(l.Always) != 1 || l.Always[0].Pattern != "git-push-force" || len(l.Session) != 1 {
 		t.Fatalf("after revoking the always rule: %+v", l)
 	}
 	if ok, err := d.prompts.Allowed(context.Background(), mustSession(t, d), "rm-recursive"); ok || err != nil {
 		t.Fatalf("a revoked always pattern is still allowed in a new session (%v)", err)
 	}
 	_, err = call(t, d.approvalsRevoke, map[string]any{"pattern": "rm-recursive"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	if _, err := call(t, d.approvalsRevoke, map[string]any{"pattern": "rm-recursive", "session_id": sid}); err != nil {
 		t.Fatalf("revoke the session rule: %v", err)
 	}
@@ -192,9 +192,9 @@ func TestApprovalsRevoke(t *testing.T) {
 		t.Fatal("a revoked session pattern is still allowed")
 	}
 	_, err = call(t, d.approvalsRevoke, map[string]any{"pattern": "rm-recursive", "session_id": sid})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = call(t, d.approvalsRevoke, map[string]any{"pattern": "x", "session_id": "ses_nope"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = call(t, d.approvalsRevoke, map[string]any{"pattern": " "})
-	wantWire(t, err, rpc.ReasonInvalidParams)
+	wantWire(t, err, protocol.ReasonInvalidParams)
 }

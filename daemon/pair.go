@@ -24,6 +24,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
@@ -70,15 +71,15 @@ func identOf(c *rpc.Conn) identity {
 
 // sender is the Sender of what c does: the paired client (or the owner)
 // with the client name and version of initialize.
-func sender(c *rpc.Conn) rpc.Sender {
+func sender(c *rpc.Conn) protocol.Sender {
 	id := identOf(c)
-	s := rpc.Sender{ID: rpc.SenderOwner}
+	s := protocol.Sender{ID: protocol.SenderOwner}
 	if id.ClientID != "" {
 		s.ID, s.Label = id.ClientID, id.Label
 	}
 	if c != nil {
 		if v, ok := c.Value(clientKey); ok {
-			if ci, ok := v.(rpc.ClientInfo); ok {
+			if ci, ok := v.(protocol.ClientInfo); ok {
 				s.Client, s.Version = ci.Name, ci.Version
 			}
 		}
@@ -92,7 +93,7 @@ func senderJSON(c *rpc.Conn) json.RawMessage {
 }
 
 // decodeSender parses a stored sender; nil when absent or unreadable.
-func decodeSender(raw []byte) *rpc.Sender { return rpc.DecodeSender(raw) }
+func decodeSender(raw []byte) *protocol.Sender { return protocol.DecodeSender(raw) }
 
 func hashSecret(s string) string {
 	h := sha256.Sum256([]byte(s))
@@ -195,15 +196,15 @@ func (d *Daemon) authenticate(r *http.Request) (id identity, ok bool) {
 func (d *Daemon) pairRoutes() *rpc.Mux {
 	m := rpc.NewMux()
 	defer func() { m.Wrap(wireHandler) }()
-	m.Handle(rpc.MethodInitialize, rpc.Typed(d.initialize))
-	m.Handle(rpc.MethodPair, d.pair)
+	m.Handle(protocol.MethodInitialize, rpc.Typed(d.initialize))
+	m.Handle(protocol.MethodPair, d.pair)
 	for _, name := range d.mux.Methods() {
-		if name == rpc.MethodInitialize {
+		if name == protocol.MethodInitialize {
 			continue
 		}
 		name := name
 		m.Handle(name, func(context.Context, *rpc.Conn, json.RawMessage) (any, error) {
-			return nil, rpc.Errorf(rpc.ReasonForbidden, "%s is not available on /pair: only initialize and auth.pair; reconnect to /rpc with the token auth.pair returns", name)
+			return nil, protocol.Errorf(protocol.ReasonForbidden, "%s is not available on /pair: only initialize and auth.pair; reconnect to /rpc with the token auth.pair returns", name)
 		})
 	}
 	return m
@@ -218,13 +219,13 @@ func (d *Daemon) servePair(w http.ResponseWriter, r *http.Request) {
 
 // pairingCode is auth.pairing_code (owner only).
 func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.PairingCodeParams
+	var p protocol.PairingCodeParams
 	if err := rpc.Decode(params, &p); err != nil {
 		return nil, err
 	}
 	ttl := defaultCodeTTL
 	if p.TTLSeconds < 0 || time.Duration(p.TTLSeconds)*time.Second > maxCodeTTL {
-		return nil, rpc.InvalidParams("ttl_seconds", "must be 1..%d", int(maxCodeTTL/time.Second))
+		return nil, protocol.InvalidParams("ttl_seconds", "must be 1..%d", int(maxCodeTTL/time.Second))
 	} else if p.TTLSeconds > 0 {
 		ttl = time.Duration(p.TTLSeconds) * time.Second
 	}
@@ -254,16 +255,16 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMe
 	}
 	d.audit().Info("pairing code issued", append(connAttrs(c), "label", p.Label, "scope_session_id", p.SessionID,
 		"read_only", p.ReadOnly, "expires_at", expires)...)
-	return rpc.PairingCodeResult{Code: code, ExpiresAt: expires}, nil
+	return protocol.PairingCodeResult{Code: code, ExpiresAt: expires}, nil
 }
 
 func validLabel(l string) error {
 	if len(l) > maxLabelLen {
-		return rpc.InvalidParams("label", "at most %d bytes", maxLabelLen)
+		return protocol.InvalidParams("label", "at most %d bytes", maxLabelLen)
 	}
 	for _, r := range l {
 		if r < 0x20 || r == 0x7f {
-			return rpc.InvalidParams("label", "must not contain control characters")
+			return protocol.InvalidParams("label", "must not contain control characters")
 		}
 	}
 	return nil
@@ -271,12 +272,12 @@ func validLabel(l string) error {
 
 // errBadCode is the one answer to an unknown, used or expired code, so
 // that a guesser learns nothing about which.
-var errBadCode = rpc.Errorf(rpc.ReasonForbidden, "pairing code unknown, already used or expired: ask the owner for a new one (sessionctl pair)")
+var errBadCode = protocol.Errorf(protocol.ReasonForbidden, "pairing code unknown, already used or expired: ask the owner for a new one (sessionctl pair)")
 
 // pair is auth.pair (GET /pair only): it redeems a code once and creates
 // the paired client.
 func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.PairParams
+	var p protocol.PairParams
 	if err := rpc.Decode(params, &p); err != nil {
 		return nil, err
 	}
@@ -288,7 +289,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 	}
 	peer := peerOf(c)
 	if !d.pairLimit.allow(peer, time.Now()) {
-		return nil, rpc.Errorf(rpc.ReasonOverloaded, "too many failed pairing attempts from this peer; retry in a minute")
+		return nil, protocol.Errorf(protocol.ReasonOverloaded, "too many failed pairing attempts from this peer; retry in a minute")
 	}
 	code := normalizeCode(p.Code)
 	if len(code) != codeLen {
@@ -296,7 +297,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 		return nil, errBadCode
 	}
 	token := newToken()
-	out := rpc.PairResult{ClientID: "cli_" + uuid.Must(uuid.NewV7()).String(), Token: token}
+	out := protocol.PairResult{ClientID: "cli_" + uuid.Must(uuid.NewV7()).String(), Token: token}
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		var row struct {
 			Label     string         `db:"label"`
@@ -355,9 +356,9 @@ func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, params json.RawMe
 		FROM clients ORDER BY created_at DESC, client_id DESC`); err != nil {
 		return nil, wireErr(err)
 	}
-	out := rpc.ClientsList{Clients: make([]rpc.PairedClient, 0, len(rows))}
+	out := protocol.ClientsList{Clients: make([]protocol.PairedClient, 0, len(rows))}
 	for _, r := range rows {
-		out.Clients = append(out.Clients, rpc.PairedClient{ClientID: r.ClientID, Label: r.Label, SessionID: r.SessionID.String,
+		out.Clients = append(out.Clients, protocol.PairedClient{ClientID: r.ClientID, Label: r.Label, SessionID: r.SessionID.String,
 			ReadOnly: r.ReadOnly, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt.String, RevokedAt: r.RevokedAt.String})
 	}
 	return out, nil
@@ -368,7 +369,7 @@ func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, params json.RawMe
 // Revoking a revoked client again is not an error (revoked stays true,
 // closed 0); an unknown id is not_found.
 func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p rpc.ClientRef
+	var p protocol.ClientRef
 	if err := rpc.Decode(params, &p); err != nil {
 		return nil, err
 	}
@@ -379,7 +380,7 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.Raw
 		var id string
 		err := tx.Get(&id, `UPDATE clients SET revoked_at = coalesce(revoked_at, ?) WHERE client_id = ? RETURNING client_id`, store.Now(), p.ClientID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return rpc.Errorf(rpc.ReasonNotFound, "no paired client %s (see clients.list)", p.ClientID)
+			return protocol.Errorf(protocol.ReasonNotFound, "no paired client %s (see clients.list)", p.ClientID)
 		}
 		return err
 	})
@@ -399,7 +400,7 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.Raw
 		conn.Close(websocket.StatusPolicyViolation, "revoked: paired client "+p.ClientID+" was revoked by the owner")
 	}
 	d.audit().Warn("paired client revoked", append(connAttrs(c), "client_id", p.ClientID, "closed", len(victims))...)
-	return rpc.RevokeResult{ClientID: p.ClientID, Revoked: true, Closed: len(victims)}, nil
+	return protocol.RevokeResult{ClientID: p.ClientID, Revoked: true, Closed: len(victims)}, nil
 }
 
 func peerOf(c *rpc.Conn) string {
@@ -454,12 +455,12 @@ func (l *pairLimiter) fail(peer string, now time.Time) {
 
 // Method classes of the scope guard.
 var (
-	ownerOnly = map[string]bool{rpc.MethodPairingCode: true, rpc.MethodClientsList: true, rpc.MethodClientsRevoke: true}
+	ownerOnly = map[string]bool{protocol.MethodPairingCode: true, protocol.MethodClientsList: true, protocol.MethodClientsRevoke: true}
 	// mutating methods, refused to read-only clients
-	mutating = map[string]bool{rpc.MethodSessionCreate: true, rpc.MethodPromptSubmit: true, rpc.MethodPromptCancel: true,
-		rpc.MethodInterrupt: true, rpc.MethodResolveUnknown: true, rpc.MethodApprovalRespond: true,
-		rpc.MethodClarifyRespond: true, rpc.MethodSessionUpdate: true, rpc.MethodSessionDelete: true,
-		rpc.MethodApprovalsRevoke: true}
+	mutating = map[string]bool{protocol.MethodSessionCreate: true, protocol.MethodPromptSubmit: true, protocol.MethodPromptCancel: true,
+		protocol.MethodInterrupt: true, protocol.MethodResolveUnknown: true, protocol.MethodApprovalRespond: true,
+		protocol.MethodClarifyRespond: true, protocol.MethodSessionUpdate: true, protocol.MethodSessionDelete: true,
+		protocol.MethodApprovalsRevoke: true}
 )
 
 // guard enforces a paired client's scope before h: owner-only methods and
@@ -473,26 +474,26 @@ func guard(method string, h rpc.Handler) rpc.Handler {
 			return h(ctx, c, params)
 		}
 		if ownerOnly[method] {
-			return nil, rpc.Errorf(rpc.ReasonForbidden, "%s needs the daemon's own token; paired client %s may not call it", method, id.ClientID)
+			return nil, protocol.Errorf(protocol.ReasonForbidden, "%s needs the daemon's own token; paired client %s may not call it", method, id.ClientID)
 		}
 		if id.ReadOnly && mutating[method] {
-			return nil, rpc.Errorf(rpc.ReasonForbidden, "paired client %s is read-only: %s is not allowed", id.ClientID, method)
+			return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is read-only: %s is not allowed", id.ClientID, method)
 		}
 		if id.SessionID != "" {
 			switch method {
-			case rpc.MethodSessionCreate:
-				return nil, rpc.Errorf(rpc.ReasonForbidden, "paired client %s is limited to session %s and cannot create sessions", id.ClientID, id.SessionID)
-			case rpc.MethodSessionList, rpc.MethodInitialize, rpc.MethodDaemonInfo:
+			case protocol.MethodSessionCreate:
+				return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s and cannot create sessions", id.ClientID, id.SessionID)
+			case protocol.MethodSessionList, protocol.MethodInitialize, protocol.MethodDaemonInfo:
 			default:
 				var p struct {
 					SessionID string `json:"session_id"`
 				}
 				_ = json.Unmarshal(params, &p) // a bad shape is the handler's to report
-				if p.SessionID == "" && method == rpc.MethodApprovalsRevoke {
-					return nil, rpc.Errorf(rpc.ReasonForbidden, "paired client %s is limited to session %s: it cannot revoke an \"always\" rule", id.ClientID, id.SessionID)
+				if p.SessionID == "" && method == protocol.MethodApprovalsRevoke {
+					return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s: it cannot revoke an \"always\" rule", id.ClientID, id.SessionID)
 				}
 				if p.SessionID != "" && p.SessionID != id.SessionID {
-					return nil, rpc.Errorf(rpc.ReasonNotFound, "session not found: %s", p.SessionID)
+					return nil, protocol.Errorf(protocol.ReasonNotFound, "session not found: %s", p.SessionID)
 				}
 			}
 		}

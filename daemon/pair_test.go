@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 func TestPairingCodeShape(t *testing.T) {
@@ -64,32 +64,32 @@ func TestPairingCodeRefusesBadParams(t *testing.T) {
 	d := startTest(t, "")
 	for _, tc := range []struct {
 		params any
-		reason rpc.Reason
+		reason protocol.Reason
 	}{
-		{map[string]any{"ttl_seconds": -1}, rpc.ReasonInvalidParams},
-		{map[string]any{"ttl_seconds": 86401}, rpc.ReasonInvalidParams},
-		{map[string]any{"label": "a\nb"}, rpc.ReasonInvalidParams},
-		{map[string]any{"label": strings.Repeat("x", 129)}, rpc.ReasonInvalidParams},
-		{map[string]any{"session_id": "ses_nope"}, rpc.ReasonNotFound},
-		{map[string]any{"read_only": "yes"}, rpc.ReasonInvalidParams},
+		{map[string]any{"ttl_seconds": -1}, protocol.ReasonInvalidParams},
+		{map[string]any{"ttl_seconds": 86401}, protocol.ReasonInvalidParams},
+		{map[string]any{"label": "a\nb"}, protocol.ReasonInvalidParams},
+		{map[string]any{"label": strings.Repeat("x", 129)}, protocol.ReasonInvalidParams},
+		{map[string]any{"session_id": "ses_nope"}, protocol.ReasonNotFound},
+		{map[string]any{"read_only": "yes"}, protocol.ReasonInvalidParams},
 	} {
 		_, err := call(t, d.pairingCode, tc.params)
 		wantWire(t, err, tc.reason)
 	}
 	_, err := call(t, d.clientsRevoke, map[string]any{"client_id": "cli_nope"})
-	wantWire(t, err, rpc.ReasonNotFound)
+	wantWire(t, err, protocol.ReasonNotFound)
 	_, err = call(t, d.clientsRevoke, map[string]any{})
-	wantWire(t, err, rpc.ReasonInvalidParams)
+	wantWire(t, err, protocol.ReasonInvalidParams)
 	_, err = call(t, d.pair, map[string]any{})
-	wantWire(t, err, rpc.ReasonInvalidParams)
+	wantWire(t, err, protocol.ReasonInvalidParams)
 	_, err = call(t, d.pair, map[string]any{"code": "short"})
-	wantWire(t, err, rpc.ReasonForbidden)
+	wantWire(t, err, protocol.ReasonForbidden)
 	res, err := call(t, d.pairingCode, map[string]any{"label": "ok", "ttl_seconds": 60})
-	if err != nil || len(res.(rpc.PairingCodeResult).Code) != codeLen+1 {
+	if err != nil || len(res.(protocol.PairingCodeResult).Code) != codeLen+1 {
 		t.Fatalf("pairing_code = %v, %v", res, err)
 	}
-	out, err := call(t, d.pair, map[string]any{"code": strings.ToLower(res.(rpc.PairingCodeResult).Code)})
-	if err != nil || out.(rpc.PairResult).Label != "ok" {
+	out, err := call(t, d.pair, map[string]any{"code": strings.ToLower(res.(protocol.PairingCodeResult).Code)})
+	if err != nil || out.(protocol.PairResult).Label != "ok" {
 		t.Fatalf("auth.pair with a lower-case code = %v, %v", out, err)
 	}
 }

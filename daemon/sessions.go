@@ -59,7 +59,7 @@ func getSession(q store.Queryer, id string) (sessionRow, error) {
 	var s sessionRow
 	err := q.Get(&s, `SELECT `+sessionColumns+` FROM sessions WHERE session_id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return s, rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", id).With("session_id", id)
+		return s, protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", id).With("session_id", id)
 	}
 	return s, err
 }
@@ -70,22 +70,22 @@ const defaultOpenAIBaseURL = "https://api.openai.com/v1"
 
 // normalizeCreate validates session.create params and fills defaults from
 // the config, freezing the launch settings.
-func (d *Daemon) normalizeCreate(p *rpc.SessionCreateParams) error {
+func (d *Daemon) normalizeCreate(p *protocol.SessionCreateParams) error {
 	if p.Cwd == "" {
 		p.Cwd = d.cfg.Terminal.Cwd
 	}
 	if p.Cwd == "" {
-		return rpc.InvalidParams("cwd", "required: an absolute path of an existing directory")
+		return protocol.InvalidParams("cwd", "required: an absolute path of an existing directory")
 	}
 	if !filepath.IsAbs(p.Cwd) {
-		return rpc.InvalidParams("cwd", "%q is not absolute", p.Cwd)
+		return protocol.InvalidParams("cwd", "%q is not absolute", p.Cwd)
 	}
 	st, err := os.Stat(p.Cwd)
 	if err != nil {
-		return rpc.InvalidParams("cwd", "%q does not exist", p.Cwd)
+		return protocol.InvalidParams("cwd", "%q does not exist", p.Cwd)
 	}
 	if !st.IsDir() {
-		return rpc.InvalidParams("cwd", "%q is not a directory", p.Cwd)
+		return protocol.InvalidParams("cwd", "%q is not a directory", p.Cwd)
 	}
 	// The real path, stored: the sandbox's helper refuses a command when a
 	// symlink has taken the cwd's place since (sandbox.ErrSymlinkSwapped).
@@ -94,25 +94,25 @@ func (d *Daemon) normalizeCreate(p *rpc.SessionCreateParams) error {
 		p.Provider = d.cfg.Model.Provider
 	}
 	if p.Provider != "openai" && p.Provider != "custom" {
-		return rpc.InvalidParams("provider", "%q is not supported; use openai or custom (both speak OpenAI-compatible Chat Completions)", p.Provider)
+		return protocol.InvalidParams("provider", "%q is not supported; use openai or custom (both speak OpenAI-compatible Chat Completions)", p.Provider)
 	}
 	if p.Model == "" {
 		p.Model = d.cfg.Model.Default
 	}
 	if p.Model == "" {
-		return rpc.InvalidParams("model", "required: no model given and no model.default in config.yaml")
+		return protocol.InvalidParams("model", "required: no model given and no model.default in config.yaml")
 	}
 	if p.BaseURL == "" {
 		p.BaseURL = d.cfg.Model.BaseURL
 	}
 	if p.BaseURL == "" {
 		if p.Provider == "custom" {
-			return rpc.InvalidParams("base_url", "required for provider custom")
+			return protocol.InvalidParams("base_url", "required for provider custom")
 		}
 		p.BaseURL = defaultOpenAIBaseURL
 	}
 	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
-		return rpc.InvalidParams("base_url", "%q must be an http:// or https:// URL", p.BaseURL)
+		return protocol.InvalidParams("base_url", "%q must be an http:// or https:// URL", p.BaseURL)
 	}
 	if p.Toolsets == nil {
 		ts := []string{"terminal", "clarify"}
@@ -120,26 +120,26 @@ func (d *Daemon) normalizeCreate(p *rpc.SessionCreateParams) error {
 	}
 	for _, t := range *p.Toolsets {
 		if !tools.ValidToolset(t) {
-			return rpc.InvalidParams("toolsets", "unknown toolset %q; known: terminal, clarify", t)
+			return protocol.InvalidParams("toolsets", "unknown toolset %q; known: terminal, clarify", t)
 		}
 	}
 	if len(p.Title) > 500 {
-		return rpc.InvalidParams("title", "longer than 500 bytes")
+		return protocol.InvalidParams("title", "longer than 500 bytes")
 	}
 	if p.RequestID != "" && !admission.ValidInputID(p.RequestID) {
-		return rpc.InvalidParams("request_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+		return protocol.InvalidParams("request_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	// Freeze the sandbox: the configured one, narrowed as asked.
-	var sp rpc.SandboxParams
+	var sp protocol.SandboxParams
 	if p.Sandbox != nil {
 		sp = *p.Sandbox
 	}
 	pol, err := d.cfg.Sandbox.Policy().Narrow(sandbox.Mode(sp.Mode), sp.Network, sp.WritableRoots)
 	if err != nil {
 		field, msg, _ := strings.Cut(err.Error(), ": ")
-		return rpc.InvalidParams(field, "%s", msg)
+		return protocol.InvalidParams(field, "%s", msg)
 	}
-	p.Sandbox = &rpc.SandboxParams{Mode: string(pol.Mode), Network: &pol.Network, WritableRoots: pol.WritableRoots}
+	p.Sandbox = &protocol.SandboxParams{Mode: string(pol.Mode), Network: &pol.Network, WritableRoots: pol.WritableRoots}
 	return nil
 }
 
@@ -159,8 +159,8 @@ func (d *Daemon) policy(s sessionRow) sandbox.Policy {
 
 // sandboxInfo describes policy p on the wire, with whether this daemon
 // enforces it.
-func (d *Daemon) sandboxInfo(p sandbox.Policy) rpc.SandboxInfo {
-	info := rpc.SandboxInfo{Mode: string(p.Mode), Network: p.Network, WritableRoots: p.WritableRoots, Available: true}
+func (d *Daemon) sandboxInfo(p sandbox.Policy) protocol.SandboxInfo {
+	info := protocol.SandboxInfo{Mode: string(p.Mode), Network: p.Network, WritableRoots: p.WritableRoots, Available: true}
 	switch {
 	case p.Mode == sandbox.ModeOff:
 		info.Available, info.Reason = false, "sandbox mode is off: commands run unsandboxed"
@@ -170,7 +170,7 @@ func (d *Daemon) sandboxInfo(p sandbox.Policy) rpc.SandboxInfo {
 	return info
 }
 
-func createDigest(p rpc.SessionCreateParams) string {
+func createDigest(p protocol.SessionCreateParams) string {
 	p.RequestID = ""
 	b, _ := json.Marshal(p)
 	h := sha256.Sum256(b)
@@ -179,14 +179,14 @@ func createDigest(p rpc.SessionCreateParams) string {
 
 // createSession inserts the session (or returns the one created earlier
 // with the same request_id and params).
-func (d *Daemon) createSession(tx *store.Tx, p rpc.SessionCreateParams) (string, error) {
+func (d *Daemon) createSession(tx *store.Tx, p protocol.SessionCreateParams) (string, error) {
 	digest := createDigest(p)
 	if p.RequestID != "" {
 		var existing sessionRow
 		err := tx.Get(&existing, `SELECT `+sessionColumns+` FROM sessions WHERE create_request_id = ?`, p.RequestID)
 		if err == nil {
 			if existing.CreateDigest.String != digest {
-				return "", rpc.Errorf(rpc.ReasonAdmissionConflict, "request_id %q already created session %s with other params", p.RequestID, existing.SessionID).With("session_id", existing.SessionID)
+				return "", protocol.Errorf(protocol.ReasonAdmissionConflict, "request_id %q already created session %s with other params", p.RequestID, existing.SessionID).With("session_id", existing.SessionID)
 			}
 			return existing.SessionID, nil
 		} else if !errors.Is(err, sql.ErrNoRows) {
@@ -220,17 +220,17 @@ func (d *Daemon) createSession(tx *store.Tx, p rpc.SessionCreateParams) (string,
 }
 
 // snapshot reads the session's state in one WAL snapshot.
-func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, error) {
-	var snap rpc.Snapshot
+func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*protocol.Snapshot, error) {
+	var snap protocol.Snapshot
 	err := d.db.ReadTx(d.ctx, func(tx *store.Reads) error {
 		s, err := getSession(tx, sessionID)
 		if err != nil {
 			return err
 		}
-		snap = rpc.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
+		snap = protocol.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
 			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
 			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
-			Messages: []rpc.Message{}, Prompts: []rpc.Prompt{}, Pending: []rpc.Receipt{}}
+			Messages: []protocol.Message{}, Prompts: []protocol.Prompt{}, Pending: []protocol.Receipt{}}
 		// Bounded whatever the session's size: the newest messages only
 		// (session.messages pages back), long fields cut.
 		page, err := store.TranscriptPage(tx, d.db.Driver(), sessionID, 0, protocol.MaxSnapshotMessages, protocol.MaxSnapshotBytes, protocol.MaxSnapshotTextBytes)
@@ -274,7 +274,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 			if !complete {
 				snap.SnapshotRequired = true
 			}
-			snap.Events = make([]rpc.Event, 0, len(evs))
+			snap.Events = make([]protocol.Event, 0, len(evs))
 			for _, e := range evs {
 				snap.Events = append(snap.Events, wireEvent(e))
 			}
@@ -287,15 +287,15 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*rpc.Snapshot, err
 	return &snap, nil
 }
 
-func annotateWaits(pending []rpc.Receipt, atCapacity bool) {
+func annotateWaits(pending []protocol.Receipt, atCapacity bool) {
 	admission.WaitReasons(pending, atCapacity)
 }
 
 // receiptToWire is the identity since admission.Receipt is
 // protocol.Receipt; it stays for the handlers that call it.
-func receiptToWire(r admission.Receipt) rpc.Receipt { return r }
+func receiptToWire(r admission.Receipt) protocol.Receipt { return r }
 
-func promptToWire(p prompts.Prompt) rpc.Prompt { return p.Wire() }
+func promptToWire(p prompts.Prompt) protocol.Prompt { return p.Wire() }
 
 // listCursor encodes the position after the last listed session.
 func listCursor(createdAt, id string) string {
@@ -327,7 +327,7 @@ func pageWire(p store.Page) []protocol.Message {
 // sessionMessages is session.messages: a page of older messages than
 // before_id (the newest when omitted), oldest first, bounded like a
 // snapshot but with fields up to MaxSnapshotBytes.
-func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p rpc.MessagesParams) (any, error) {
+func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p protocol.MessagesParams) (any, error) {
 	limit := p.Limit
 	if limit == 0 {
 		limit = protocol.DefaultMessagesLimit

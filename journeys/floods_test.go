@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/fixtures"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -26,10 +27,10 @@ func TestToolOutputFloodKeepsSlowClients(t *testing.T) {
 
 	gate := make(chan struct{})
 	var mu sync.Mutex
-	var events []rpc.Event
+	var events []protocol.Event
 	slow, err := rpc.Dial(ctxT(t), d.Desc.URL, rpc.DialOptions{Token: d.Desc.Token, OnNotification: func(n rpc.Notification) {
 		<-gate // the client stops reading until the turn is over
-		var ev rpc.Event
+		var ev protocol.Event
 		json.Unmarshal(n.Params, &ev)
 		mu.Lock()
 		events = append(events, ev)
@@ -39,8 +40,8 @@ func TestToolOutputFloodKeepsSlowClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	var snap rpc.Snapshot
-	if err := slow.Call(ctxT(t), rpc.MethodSessionResume, rpc.ResumeParams{SessionID: s}, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := slow.Call(ctxT(t), protocol.MethodSessionResume, protocol.ResumeParams{SessionID: s}, &snap); err != nil {
 		t.Fatal(err)
 	}
 	submit(t, watcher, s, "flood-1", "flood")
@@ -95,8 +96,8 @@ func TestToolOutputFloodKeepsSlowClients(t *testing.T) {
 	if strings.Join(order, ",") != "marker,tool.completed,turn.completed" {
 		t.Errorf("order of the marker and the ends: %v", order)
 	}
-	var info rpc.DaemonInfo
-	if err := slow.Call(ctxT(t), rpc.MethodDaemonInfo, nil, &info); err != nil {
+	var info protocol.DaemonInfo
+	if err := slow.Call(ctxT(t), protocol.MethodDaemonInfo, nil, &info); err != nil {
 		t.Fatalf("the slow client's connection after the flood: %v", err)
 	}
 }

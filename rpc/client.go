@@ -134,7 +134,7 @@ func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
 
 type clientResponse struct {
 	result json.RawMessage
-	err    *Error
+	err    *protocol.Error
 }
 
 // Client is the client side of sessiond's JSON-RPC over WebSocket: Call
@@ -458,11 +458,11 @@ func (c *Client) dispatch(data []byte) {
 		return // the caller gave up
 	}
 	if m.Error != nil {
-		e := &Error{Code: m.Error.Code, Message: m.Error.Message}
+		e := &protocol.Error{Code: m.Error.Code, Message: m.Error.Message}
 		var d map[string]any
 		if json.Unmarshal(m.Error.Data, &d) == nil && d != nil {
 			if r, ok := d["reason"].(string); ok {
-				e.Reason = Reason(r)
+				e.Reason = protocol.Reason(r)
 			}
 			delete(d, "reason")
 			if len(d) > 0 {
@@ -482,18 +482,18 @@ func (c *Client) dispatch(data []byte) {
 	ch <- clientResponse{result: res}
 }
 
-func reasonForCode(code int) Reason {
+func reasonForCode(code int) protocol.Reason {
 	switch code {
-	case CodeParseError:
-		return ReasonParseError
-	case CodeInvalidRequest:
-		return ReasonInvalidRequest
-	case CodeMethodNotFound:
-		return ReasonMethodNotFound
-	case CodeInvalidParams:
-		return ReasonInvalidParams
+	case protocol.CodeParseError:
+		return protocol.ReasonParseError
+	case protocol.CodeInvalidRequest:
+		return protocol.ReasonInvalidRequest
+	case protocol.CodeMethodNotFound:
+		return protocol.ReasonMethodNotFound
+	case protocol.CodeInvalidParams:
+		return protocol.ReasonInvalidParams
 	}
-	return ReasonInternal
+	return protocol.ReasonInternal
 }
 
 func (c *Client) enqueue(n Notification) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/protocol"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -103,7 +104,7 @@ func echoMux() *Mux {
 		return map[string]int{"n": p.N}, nil
 	})
 	m.Handle("missing", func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
-		return nil, Errorf(ReasonNotFound, "unknown session %q", "s1").With("session_id", "s1")
+		return nil, protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", "s1").With("session_id", "s1")
 	})
 	m.Handle("notify", func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
 		p := struct {
@@ -113,7 +114,7 @@ func echoMux() *Mux {
 			return nil, err
 		}
 		for i := 1; i <= p.N; i++ {
-			c.Notify(NotifySessionEvent, map[string]int{"seq": i})
+			c.Notify(protocol.NotifySessionEvent, map[string]int{"seq": i})
 		}
 		return "ok", nil
 	})
@@ -183,19 +184,19 @@ func TestClientErrorsCarryReason(t *testing.T) {
 	ts := newTestServer(t, echoMux(), Options{})
 	c := dialT(t, ts, DialOptions{})
 	err := c.Call(ctx10(t), "missing", nil, nil)
-	var re *Error
-	if !errors.As(err, &re) || !errors.Is(err, ErrNotFound) || re.Code != CodeRefused || re.Data["session_id"] != "s1" {
+	var re *protocol.Error
+	if !errors.As(err, &re) || !errors.Is(err, protocol.ErrNotFound) || re.Code != protocol.CodeRefused || re.Data["session_id"] != "s1" {
 		t.Fatalf("err = %#v", err)
 	}
 	if !strings.Contains(re.Error(), `unknown session "s1"`) {
 		t.Fatalf("message = %q", re.Error())
 	}
 	err = c.Call(ctx10(t), "no.such.method", nil, nil)
-	if !errors.As(err, &re) || re.Code != CodeMethodNotFound || re.Reason != ReasonMethodNotFound {
+	if !errors.As(err, &re) || re.Code != protocol.CodeMethodNotFound || re.Reason != protocol.ReasonMethodNotFound {
 		t.Fatalf("err = %#v", err)
 	}
 	err = c.Call(ctx10(t), "echo", map[string]string{"n": "x"}, nil)
-	if !errors.Is(err, ErrInvalidParams) {
+	if !errors.Is(err, protocol.ErrInvalidParams) {
 		t.Fatalf("err = %#v", err)
 	}
 }
@@ -211,7 +212,7 @@ func TestClientNotificationsInOrder(t *testing.T) {
 		case n := <-c.Notifications():
 			var p struct{ Seq int }
 			json.Unmarshal(n.Params, &p)
-			if n.Method != NotifySessionEvent || p.Seq != want {
+			if n.Method != protocol.NotifySessionEvent || p.Seq != want {
 				t.Fatalf("notification %d = %s %s", want, n.Method, n.Params)
 			}
 		case <-time.After(10 * time.Second):
@@ -354,7 +355,7 @@ func TestClientVisibleStrings(t *testing.T) {
 	m := NewMux()
 	evil := "echo hi\x1b[2K\r\x1b]52;c;cm0gLXJmIH4=\x07 \u202etxt"
 	m.Handle("evil", func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
-		c.Notify(NotifySessionEvent, map[string]string{"text": evil})
+		c.Notify(protocol.NotifySessionEvent, map[string]string{"text": evil})
 		return map[string]string{"command": evil}, nil
 	})
 	ts := newTestServer(t, m, Options{})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/protocol"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -259,13 +260,13 @@ func (c *Conn) readLoop() {
 // queued on c.out; handleFrame never blocks on the handler.
 func (c *Conn) handleFrame(typ websocket.MessageType, data []byte) {
 	if typ != websocket.MessageText {
-		c.replyError(nil, Errorf(ReasonInvalidRequest, "binary frames are not supported; send one JSON-RPC message per text frame"))
+		c.replyError(nil, protocol.Errorf(protocol.ReasonInvalidRequest, "binary frames are not supported; send one JSON-RPC message per text frame"))
 		return
 	}
 	if !utf8.Valid(data) {
 		// RFC 6455 requires text frames to be UTF-8; decoding would
 		// silently turn invalid bytes into U+FFFD and merge inputs.
-		c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid UTF-8"))
+		c.replyError(nil, protocol.Errorf(protocol.ReasonParseError, "parse error: the frame is not valid UTF-8"))
 		return
 	}
 	c.dispatch(data)
@@ -277,12 +278,12 @@ const jsonSpace = " \t\r\n"
 
 func (c *Conn) dispatch(data []byte) {
 	if !json.Valid(data) {
-		c.replyError(nil, Errorf(ReasonParseError, "parse error: the frame is not valid JSON"))
+		c.replyError(nil, protocol.Errorf(protocol.ReasonParseError, "parse error: the frame is not valid JSON"))
 		return
 	}
 	trimmed := bytes.Trim(data, jsonSpace)
 	if trimmed[0] == '[' {
-		c.replyError(nil, Errorf(ReasonInvalidRequest, "batch requests are not supported; send one message per frame"))
+		c.replyError(nil, protocol.Errorf(protocol.ReasonInvalidRequest, "batch requests are not supported; send one message per frame"))
 		return
 	}
 	// Member names are matched exactly (encoding/json would match struct
@@ -290,7 +291,7 @@ func (c *Conn) dispatch(data []byte) {
 	// tracked so that "id": null and a missing id differ.
 	var members map[string]json.RawMessage
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &members) != nil {
-		c.replyError(nil, Errorf(ReasonInvalidRequest, "invalid request: a JSON-RPC request must be an object"))
+		c.replyError(nil, protocol.Errorf(protocol.ReasonInvalidRequest, "invalid request: a JSON-RPC request must be an object"))
 		return
 	}
 	req := struct{ JSONRPC, ID, Method, Params json.RawMessage }{
@@ -301,32 +302,32 @@ func (c *Conn) dispatch(data []byte) {
 		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		default:
 			if string(id) != "null" {
-				c.replyError(nil, Errorf(ReasonInvalidRequest, "invalid request: id must be a string, a number or null"))
+				c.replyError(nil, protocol.Errorf(protocol.ReasonInvalidRequest, "invalid request: id must be a string, a number or null"))
 				return
 			}
 		}
 	}
 	var version, method string
 	if json.Unmarshal(req.JSONRPC, &version) != nil || version != Version {
-		c.replyError(id, Errorf(ReasonInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`))
+		c.replyError(id, protocol.Errorf(protocol.ReasonInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`))
 		return
 	}
 	if json.Unmarshal(req.Method, &method) != nil || method == "" {
-		c.replyError(id, Errorf(ReasonInvalidRequest, `invalid request: "method" must be a non-empty string`))
+		c.replyError(id, protocol.Errorf(protocol.ReasonInvalidRequest, `invalid request: "method" must be a non-empty string`))
 		return
 	}
 	isNotification := len(id) == 0
 	h, ok := c.mux.Handler(method)
 	if !ok {
 		if !isNotification {
-			c.replyError(id, Errorf(ReasonMethodNotFound, "method not found: %s", method))
+			c.replyError(id, protocol.Errorf(protocol.ReasonMethodNotFound, "method not found: %s", method))
 		}
 		return
 	}
 	params := bytes.TrimSpace(req.Params)
 	if len(params) > 0 && string(params) != "null" && params[0] != '{' {
 		if !isNotification {
-			c.replyError(id, Errorf(ReasonInvalidParams, "invalid params: params must be an object"))
+			c.replyError(id, protocol.Errorf(protocol.ReasonInvalidParams, "invalid params: params must be an object"))
 		}
 		return
 	}
@@ -337,7 +338,7 @@ func (c *Conn) dispatch(data []byte) {
 	case c.inflight <- struct{}{}:
 	default:
 		if !isNotification {
-			c.replyError(id, Errorf(ReasonOverloaded, "too many requests in flight on this connection (limit %d); retry with backoff", c.opt.MaxInFlight).With("limit", c.opt.MaxInFlight))
+			c.replyError(id, protocol.Errorf(protocol.ReasonOverloaded, "too many requests in flight on this connection (limit %d); retry with backoff", c.opt.MaxInFlight).With("limit", c.opt.MaxInFlight))
 		}
 		return
 	}
@@ -353,7 +354,7 @@ func (c *Conn) dispatch(data []byte) {
 			return
 		}
 		if err != nil {
-			c.replyError(id, AsError(err))
+			c.replyError(id, protocol.AsError(err))
 			return
 		}
 		c.reply(id, result)
@@ -364,7 +365,7 @@ func (c *Conn) call(h Handler, method string, params json.RawMessage) (result an
 	defer func() {
 		if p := recover(); p != nil {
 			c.opt.Logger.Error("rpc handler panicked", "method", method, "panic", fmt.Sprint(p))
-			err = Errorf(ReasonInternal, "internal error in %s", method)
+			err = protocol.Errorf(protocol.ReasonInternal, "internal error in %s", method)
 		}
 	}()
 	return h(c.ctx, c, params)
@@ -404,13 +405,13 @@ func (c *Conn) reply(id json.RawMessage, result any) {
 	}
 	b, err := json.Marshal(wireResponse{JSONRPC: Version, ID: id, Result: result})
 	if err != nil {
-		c.replyError(id, Errorf(ReasonInternal, "cannot encode result: %v", err))
+		c.replyError(id, protocol.Errorf(protocol.ReasonInternal, "cannot encode result: %v", err))
 		return
 	}
 	c.enqueueResponse(b)
 }
 
-func (c *Conn) replyError(id json.RawMessage, e *Error) {
+func (c *Conn) replyError(id json.RawMessage, e *protocol.Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -425,7 +426,7 @@ func (c *Conn) replyError(id json.RawMessage, e *Error) {
 	}
 	b, err := json.Marshal(wireResponse{JSONRPC: Version, ID: id, Error: &wireError{Code: e.Code, Message: msg, Data: data}})
 	if err != nil {
-		b, _ = json.Marshal(wireResponse{JSONRPC: Version, ID: id, Error: &wireError{Code: CodeInternal, Message: "cannot encode error", Data: map[string]any{"reason": ReasonInternal}}})
+		b, _ = json.Marshal(wireResponse{JSONRPC: Version, ID: id, Error: &wireError{Code: protocol.CodeInternal, Message: "cannot encode error", Data: map[string]any{"reason": protocol.ReasonInternal}}})
 	}
 	c.enqueueResponse(b)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/protocol"
 	"io"
 	"log/slog"
 	"net/http"
@@ -80,18 +81,18 @@ func roundTrip(t *testing.T, c *websocket.Conn, frame string) resp {
 }
 
 func TestErrorReasonSurvivesWrapping(t *testing.T) {
-	err := fmt.Errorf("submitting: %w", Errorf(ReasonStaleGeneration, "generation 3 is not live"))
-	if !errors.Is(err, ErrStaleGeneration) || errors.Is(err, ErrNotFound) {
+	err := fmt.Errorf("submitting: %w", protocol.Errorf(protocol.ReasonStaleGeneration, "generation 3 is not live"))
+	if !errors.Is(err, protocol.ErrStaleGeneration) || errors.Is(err, protocol.ErrNotFound) {
 		t.Fatal("errors.Is must compare reasons")
 	}
-	we := AsError(err)
-	if we.Code != CodeRefused || we.Reason != ReasonStaleGeneration || !strings.Contains(we.Message, "submitting") {
+	we := protocol.AsError(err)
+	if we.Code != protocol.CodeRefused || we.Reason != protocol.ReasonStaleGeneration || !strings.Contains(we.Message, "submitting") {
 		t.Fatalf("wire error = %+v", we)
 	}
-	if e := AsError(errors.New("boom")); e.Code != CodeInternal || e.Reason != ReasonInternal {
+	if e := protocol.AsError(errors.New("boom")); e.Code != protocol.CodeInternal || e.Reason != protocol.ReasonInternal {
 		t.Fatalf("plain error = %+v", e)
 	}
-	if e := Errorf(ReasonInvalidParams, "x"); e.Code != CodeInvalidParams {
+	if e := protocol.Errorf(protocol.ReasonInvalidParams, "x"); e.Code != protocol.CodeInvalidParams {
 		t.Fatalf("invalid_params code = %d", e.Code)
 	}
 }
@@ -108,7 +109,7 @@ func TestDispatchErrors(t *testing.T) {
 		return v, nil
 	})
 	mux.Handle("refuse", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) {
-		return nil, fmt.Errorf("wrapped: %w", ErrNotFound.With("admission_id", "adm_1"))
+		return nil, fmt.Errorf("wrapped: %w", protocol.ErrNotFound.With("admission_id", "adm_1"))
 	})
 	mux.Handle("panic", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) { panic("boom") })
 	url, _ := serve(t, mux, Options{})
@@ -118,16 +119,16 @@ func TestDispatchErrors(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{`{"jsonrpc":"2.0","id":1,"method":`, CodeParseError, "parse_error"},
-		{`[{"jsonrpc":"2.0","id":1,"method":"echo"}]`, CodeInvalidRequest, "invalid_request"},
-		{`"just a string"`, CodeInvalidRequest, "invalid_request"},
-		{`{"jsonrpc":"1.0","id":1,"method":"echo"}`, CodeInvalidRequest, "invalid_request"},
-		{`{"jsonrpc":"2.0","id":{"x":1},"method":"echo"}`, CodeInvalidRequest, "invalid_request"},
-		{`{"jsonrpc":"2.0","id":1,"method":"nope"}`, CodeMethodNotFound, "method_not_found"},
-		{`{"jsonrpc":"2.0","id":1,"method":"echo","params":[1]}`, CodeInvalidParams, "invalid_params"},
-		{`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":"x"}}`, CodeInvalidParams, "invalid_params"},
-		{`{"jsonrpc":"2.0","id":1,"method":"refuse"}`, CodeRefused, "not_found"},
-		{`{"jsonrpc":"2.0","id":1,"method":"panic"}`, CodeInternal, "internal"},
+		{`{"jsonrpc":"2.0","id":1,"method":`, protocol.CodeParseError, "parse_error"},
+		{`[{"jsonrpc":"2.0","id":1,"method":"echo"}]`, protocol.CodeInvalidRequest, "invalid_request"},
+		{`"just a string"`, protocol.CodeInvalidRequest, "invalid_request"},
+		{`{"jsonrpc":"1.0","id":1,"method":"echo"}`, protocol.CodeInvalidRequest, "invalid_request"},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"echo"}`, protocol.CodeInvalidRequest, "invalid_request"},
+		{`{"jsonrpc":"2.0","id":1,"method":"nope"}`, protocol.CodeMethodNotFound, "method_not_found"},
+		{`{"jsonrpc":"2.0","id":1,"method":"echo","params":[1]}`, protocol.CodeInvalidParams, "invalid_params"},
+		{`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":"x"}}`, protocol.CodeInvalidParams, "invalid_params"},
+		{`{"jsonrpc":"2.0","id":1,"method":"refuse"}`, protocol.CodeRefused, "not_found"},
+		{`{"jsonrpc":"2.0","id":1,"method":"panic"}`, protocol.CodeInternal, "internal"},
 	}
 	for _, tc := range cases {
 		r := roundTrip(t, c, tc.frame)
@@ -282,7 +283,7 @@ func TestInvalidUTF8IsAParseError(t *testing.T) {
 	url, _ := serve(t, mux, Options{})
 	c := dial(t, url)
 	r := roundTrip(t, c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{\"text\":\"a\xffb\"}}")
-	if r.Error == nil || r.Error.Code != CodeParseError || !strings.Contains(r.Error.Message, "UTF-8") {
+	if r.Error == nil || r.Error.Code != protocol.CodeParseError || !strings.Contains(r.Error.Message, "UTF-8") {
 		t.Fatalf("invalid UTF-8 frame: %+v", r)
 	}
 	if r := roundTrip(t, c, `{"jsonrpc":"2.0","id":2,"method":"echo"}`); r.Error != nil {

@@ -4,7 +4,7 @@
 // matched by id, server notifications through a bounded per-connection send
 // queue (a slow reader is closed with status 1008). The vocabulary (method
 // names, params and results, event payloads, reasons, *Error) lives in the
-// leaf package protocol; rpc re-exports it under its old names. Typed
+// leaf package protocol, which callers name directly (rpc keeps no aliases). Typed
 // registers a handler of typed params: Decode runs the params' Validate.
 //
 // The client side (Dial, Client) speaks the same wire for sessionctl and

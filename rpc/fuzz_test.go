@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/protocol"
 	"io"
 	"log/slog"
 	"reflect"
@@ -31,7 +32,7 @@ func fuzzMux() *Mux {
 		}{p}, nil
 	})
 	m.Handle("refuse", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) {
-		return nil, fmt.Errorf("wrapped: %w", ErrNotFound.With("admission_id", "adm_1"))
+		return nil, fmt.Errorf("wrapped: %w", protocol.ErrNotFound.With("admission_id", "adm_1"))
 	})
 	m.Handle("decode", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) {
 		var v struct {
@@ -74,12 +75,12 @@ func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b =
 func expect(data []byte) expectation {
 	null := expectation{reply: true}
 	if !utf8.Valid(data) || !json.Valid(data) {
-		null.code = CodeParseError
+		null.code = protocol.CodeParseError
 		return null
 	}
 	trimmed := bytes.TrimFunc(data, func(r rune) bool { return r < utf8.RuneSelf && isJSONSpace(byte(r)) })
 	if trimmed[0] != '{' { // batches, scalars and null
-		null.code = CodeInvalidRequest
+		null.code = protocol.CodeInvalidRequest
 		return null
 	}
 	var obj map[string]json.RawMessage
@@ -92,11 +93,11 @@ func expect(data []byte) expectation {
 		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		case 'n': // null
 		default:
-			null.code = CodeInvalidRequest
+			null.code = protocol.CodeInvalidRequest
 			return null
 		}
 	}
-	e := expectation{reply: true, id: id, code: CodeInvalidRequest}
+	e := expectation{reply: true, id: id, code: protocol.CodeInvalidRequest}
 	var version, method string
 	if json.Unmarshal(obj["jsonrpc"], &version) != nil || version != "2.0" {
 		return e
@@ -116,19 +117,19 @@ func expect(data []byte) expectation {
 		return expectation{method: method, params: p, runs: known && paramsOK}
 	}
 	if !known {
-		e.code = CodeMethodNotFound
+		e.code = protocol.CodeMethodNotFound
 		return e
 	}
 	if !paramsOK {
-		e.code = CodeInvalidParams
+		e.code = protocol.CodeInvalidParams
 		return e
 	}
 	e.runs = true
 	switch method {
 	case "refuse":
-		e.code = CodeRefused
+		e.code = protocol.CodeRefused
 	case "boom", "panic":
-		e.code = CodeInternal
+		e.code = protocol.CodeInternal
 	case "decode":
 		e.code = decodeExpectation(e.params)
 	default:
@@ -178,21 +179,21 @@ func decodeExpectation(params json.RawMessage) int {
 			ok = string(v) == "true" || string(v) == "false"
 		}
 		if !ok {
-			return CodeInvalidParams
+			return protocol.CodeInvalidParams
 		}
 	}
 	return 0
 }
 
 // reasonsByCode lists the reasons each code may carry (rpc/errors.go).
-var reasonsByCode = map[int][]Reason{
-	CodeParseError:     {ReasonParseError},
-	CodeInvalidRequest: {ReasonInvalidRequest},
-	CodeMethodNotFound: {ReasonMethodNotFound},
-	CodeInvalidParams:  {ReasonInvalidParams},
-	CodeInternal:       {ReasonInternal},
-	CodeRefused: {ReasonNotFound, ReasonStaleGeneration, ReasonUnknownExecution, ReasonAdmissionConflict,
-		ReasonCancelled, ReasonNotQueued, ReasonDraining, ReasonStorageUnavailable, ReasonOverloaded, ReasonSessionBusy},
+var reasonsByCode = map[int][]protocol.Reason{
+	protocol.CodeParseError:     {protocol.ReasonParseError},
+	protocol.CodeInvalidRequest: {protocol.ReasonInvalidRequest},
+	protocol.CodeMethodNotFound: {protocol.ReasonMethodNotFound},
+	protocol.CodeInvalidParams:  {protocol.ReasonInvalidParams},
+	protocol.CodeInternal:       {protocol.ReasonInternal},
+	protocol.CodeRefused: {protocol.ReasonNotFound, protocol.ReasonStaleGeneration, protocol.ReasonUnknownExecution, protocol.ReasonAdmissionConflict,
+		protocol.ReasonCancelled, protocol.ReasonNotQueued, protocol.ReasonDraining, protocol.ReasonStorageUnavailable, protocol.ReasonOverloaded, protocol.ReasonSessionBusy},
 }
 
 // checkReply validates one reply frame as a JSON-RPC 2.0 response and
@@ -234,7 +235,7 @@ func checkReply(t *testing.T, frame []byte) (id json.RawMessage, code int, resul
 		t.Fatalf("error object needs an integer code and a message: %.300s", frame)
 	}
 	var data struct {
-		Reason *Reason `json:"reason"`
+		Reason *protocol.Reason `json:"reason"`
 	}
 	if err := json.Unmarshal(e.Data, &data); err != nil || data.Reason == nil {
 		t.Fatalf("error without data.reason: %.300s", frame)
@@ -334,7 +335,7 @@ func FuzzDispatch(f *testing.F) {
 		if !sameJSON(id, wantID) {
 			t.Fatalf("frame %.300q: reply id %s, want %s", data, id, wantID)
 		}
-		if code != want.code && !(want.code == -1 && (code == 0 || code == CodeInvalidParams)) {
+		if code != want.code && !(want.code == -1 && (code == 0 || code == protocol.CodeInvalidParams)) {
 			t.Fatalf("frame %.300q: reply %.300s, want code %d", data, replies[0], want.code)
 		}
 		if code == 0 && want.method == "echo" {

@@ -11,36 +11,6 @@ import (
 	"github.com/sessiond/sessiond/protocol"
 )
 
-// ProtocolVersion is the protocol number of PROTOCOL.md (v1).
-const ProtocolVersion = protocol.Version
-
-// Method names: see package protocol.
-const (
-	MethodInitialize      = protocol.MethodInitialize
-	MethodDaemonInfo      = protocol.MethodDaemonInfo
-	MethodSessionCreate   = protocol.MethodSessionCreate
-	MethodSessionResume   = protocol.MethodSessionResume
-	MethodSessionMessages = protocol.MethodSessionMessages
-	MethodSessionList     = protocol.MethodSessionList
-	MethodPromptSubmit    = protocol.MethodPromptSubmit
-	MethodPromptCancel    = protocol.MethodPromptCancel
-	MethodInterrupt       = protocol.MethodInterrupt
-	MethodResolveUnknown  = protocol.MethodResolveUnknown
-	MethodApprovalRespond = protocol.MethodApprovalRespond
-	MethodClarifyRespond  = protocol.MethodClarifyRespond
-	MethodApprovalsList   = protocol.MethodApprovalsList
-	MethodSessionUpdate   = protocol.MethodSessionUpdate
-	MethodSessionDelete   = protocol.MethodSessionDelete
-	MethodApprovalsRevoke = protocol.MethodApprovalsRevoke
-	NotifySessionEvent    = protocol.NotifySessionEvent
-
-	// Pairing (PROTOCOL.md section 2, docs/protocol.md "Paired clients").
-	MethodPairingCode   = protocol.MethodPairingCode   // owner only
-	MethodPair          = protocol.MethodPair          // GET /pair only
-	MethodClientsList   = protocol.MethodClientsList   // owner only
-	MethodClientsRevoke = protocol.MethodClientsRevoke // owner only
-)
-
 // Decode unmarshals params into v. A missing params value decodes as {}.
 // Wrong JSON types come back as ErrInvalidParams naming the field, e.g.
 // `invalid params: "cwd" must be string, not number`. Unknown fields are
@@ -62,9 +32,9 @@ func Decode(params json.RawMessage, v any) error {
 			if field == "" {
 				field = "params"
 			}
-			return Errorf(ReasonInvalidParams, "invalid params: %q must be %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value).With("field", field)
+			return protocol.Errorf(protocol.ReasonInvalidParams, "invalid params: %q must be %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value).With("field", field)
 		}
-		return Errorf(ReasonInvalidParams, "invalid params: %v", err)
+		return protocol.Errorf(protocol.ReasonInvalidParams, "invalid params: %v", err)
 	}
 	if v, ok := v.(protocol.Validator); ok {
 		return v.Validate()
@@ -99,7 +69,7 @@ func checkMemberCase(params json.RawMessage, v any) error {
 		if !names[m] {
 			for n := range names {
 				if strings.EqualFold(m, n) {
-					return Errorf(ReasonInvalidParams, "invalid params: unknown member %q; member names are case-sensitive: did you mean %q?", m, n).With("field", m)
+					return protocol.Errorf(protocol.ReasonInvalidParams, "invalid params: unknown member %q; member names are case-sensitive: did you mean %q?", m, n).With("field", m)
 				}
 			}
 		}
@@ -148,69 +118,3 @@ func jsonKind(goKind string) string {
 	}
 	return goKind
 }
-
-// InvalidParams returns an invalid_params error (-32602) about field.
-func InvalidParams(field, format string, args ...any) *Error {
-	return protocol.InvalidParams(field, format, args...)
-}
-
-// The wire types live in package protocol; these aliases keep rpc.X working.
-type (
-	ClientInfo            = protocol.ClientInfo
-	InitializeParams      = protocol.InitializeParams
-	InitializeResult      = protocol.InitializeResult
-	DaemonInfo            = protocol.DaemonInfo
-	SandboxInfo           = protocol.SandboxInfo
-	SandboxParams         = protocol.SandboxParams
-	StorageInfo           = protocol.StorageInfo
-	ClusterInfo           = protocol.ClusterInfo
-	SessionCreateParams   = protocol.SessionCreateParams
-	SessionRef            = protocol.SessionRef
-	ResumeParams          = protocol.ResumeParams
-	Message               = protocol.Message
-	Prompt                = protocol.Prompt
-	Receipt               = protocol.Receipt
-	Snapshot              = protocol.Snapshot
-	SessionListParams     = protocol.SessionListParams
-	SessionSummary        = protocol.SessionSummary
-	SessionList           = protocol.SessionList
-	SubmitParams          = protocol.SubmitParams
-	AdmissionRef          = protocol.AdmissionRef
-	ResolveUnknownParams  = protocol.ResolveUnknownParams
-	InterruptParams       = protocol.InterruptParams
-	InterruptResult       = protocol.InterruptResult
-	RespondParams         = protocol.RespondParams
-	RespondResult         = protocol.RespondResult
-	Event                 = protocol.Event
-	ApprovalsListParams   = protocol.ApprovalsListParams
-	AllowRule             = protocol.AllowRule
-	ApprovalsList         = protocol.ApprovalsList
-	RespondStatus         = protocol.RespondStatus
-	EventType             = protocol.EventType
-	MessagesParams        = protocol.MessagesParams
-	MessagesResult        = protocol.MessagesResult
-	SessionUpdateParams   = protocol.SessionUpdateParams
-	SessionDeleteParams   = protocol.SessionDeleteParams
-	SessionDeleteResult   = protocol.SessionDeleteResult
-	ApprovalsRevokeParams = protocol.ApprovalsRevokeParams
-	ApprovalsRevokeResult = protocol.ApprovalsRevokeResult
-	AdmissionStatus       = protocol.AdmissionStatus
-	Choice                = protocol.Choice
-	AnsweredBy            = protocol.AnsweredBy
-	Sender                = protocol.Sender
-	PairingCodeParams     = protocol.PairingCodeParams
-	PairingCodeResult     = protocol.PairingCodeResult
-	PairParams            = protocol.PairParams
-	PairResult            = protocol.PairResult
-	ClientsListParams     = protocol.ClientsListParams
-	PairedClient          = protocol.PairedClient
-	ClientsList           = protocol.ClientsList
-	ClientRef             = protocol.ClientRef
-	RevokeResult          = protocol.RevokeResult
-)
-
-// SenderOwner is Sender.ID for the daemon's own token (daemon.json).
-const SenderOwner = protocol.SenderOwner
-
-// DecodeSender parses a stored sender (protocol.DecodeSender).
-func DecodeSender(raw []byte) *Sender { return protocol.DecodeSender(raw) }

@@ -14,6 +14,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/spf13/cobra"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -123,15 +124,15 @@ func (b *bridge) client() *acp.AgentSideConnection {
 // a daemon refusal keeps its code and reason; no daemon or a lost one gives
 // -32000 with the explaining line (how to start it).
 func daemonErr(err error) error {
-	var re *rpc.Error
+	var re *protocol.Error
 	if errors.As(err, &re) {
 		return refusal(re)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return &acp.RequestError{Code: rpc.CodeRefused, Message: ee.msg, Data: map[string]any{"reason": "daemon_unreachable"}}
+		return &acp.RequestError{Code: protocol.CodeRefused, Message: ee.msg, Data: map[string]any{"reason": "daemon_unreachable"}}
 	}
-	return &acp.RequestError{Code: rpc.CodeRefused, Message: err.Error(), Data: map[string]any{"reason": "daemon_unreachable"}}
+	return &acp.RequestError{Code: protocol.CodeRefused, Message: err.Error(), Data: map[string]any{"reason": "daemon_unreachable"}}
 }
 
 // call runs one daemon request on a fresh connection.
@@ -142,8 +143,8 @@ func (b *bridge) call(ctx context.Context, method string, params, result any) er
 // Initialize negotiates the protocol (ACP version 1 is the one spoken) and
 // checks the daemon is there: without one it fails with how to start it.
 func (b *bridge) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
-	var info rpc.DaemonInfo
-	if err := b.call(ctx, rpc.MethodDaemonInfo, nil, &info); err != nil {
+	var info protocol.DaemonInfo
+	if err := b.call(ctx, protocol.MethodDaemonInfo, nil, &info); err != nil {
 		return acp.InitializeResponse{}, daemonErr(err)
 	}
 	b.mu.Lock()
@@ -172,8 +173,8 @@ const mcpUnsupported = "sessiond does not support MCP servers yet: the %d MCP se
 
 // NewSession creates a daemon session in the editor's cwd.
 func (b *bridge) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	var snap rpc.Snapshot
-	if err := b.call(ctx, rpc.MethodSessionCreate, rpc.SessionCreateParams{Cwd: p.Cwd, Source: "ide"}, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := b.call(ctx, protocol.MethodSessionCreate, protocol.SessionCreateParams{Cwd: p.Cwd, Source: "ide"}, &snap); err != nil {
 		return acp.NewSessionResponse{}, daemonErr(err)
 	}
 	resp := acp.NewSessionResponse{SessionId: acp.SessionId(snap.SessionID)}
@@ -191,8 +192,8 @@ func (b *bridge) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 // LoadSession resumes a daemon session and replays its stored history as
 // session/update notifications before answering.
 func (b *bridge) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
-	var snap rpc.Snapshot
-	if err := b.call(ctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: string(p.SessionId)}, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := b.call(ctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: string(p.SessionId)}, &snap); err != nil {
 		return acp.LoadSessionResponse{}, daemonErr(err)
 	}
 	for _, u := range replayUpdates(snap.Messages) {
@@ -221,7 +222,7 @@ func (b *bridge) Cancel(ctx context.Context, p acp.CancelNotification) error {
 	if len(ts) == 0 {
 		cctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 		defer cancel()
-		if err := b.call(cctx, rpc.MethodInterrupt, rpc.InterruptParams{SessionID: string(p.SessionId)}, nil); err != nil {
+		if err := b.call(cctx, protocol.MethodInterrupt, protocol.InterruptParams{SessionID: string(p.SessionId)}, nil); err != nil {
 			b.log.Warn("session/cancel: interrupt failed", "session", p.SessionId, "err", err)
 		}
 		return nil
@@ -356,7 +357,7 @@ func (t *acpTurn) run() (acp.StopReason, error) {
 				return "", daemonErr(err)
 			}
 			if time.Since(lostAt) > t.b.reconnectFor {
-				return "", &acp.RequestError{Code: rpc.CodeRefused, Data: map[string]any{"reason": "daemon_unreachable", "input_id": t.inputID},
+				return "", &acp.RequestError{Code: protocol.CodeRefused, Data: map[string]any{"reason": "daemon_unreachable", "input_id": t.inputID},
 					Message: fmt.Sprintf("lost the daemon and could not reconnect within %v: %s (the input, id %s, is kept in the daemon if it was admitted)", t.b.reconnectFor, oneLine(err.Error()), t.inputID)}
 			}
 		}
@@ -403,29 +404,29 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 		}
 		return err
 	}
-	rp := rpc.ResumeParams{SessionID: t.sessionID}
+	rp := protocol.ResumeParams{SessionID: t.sessionID}
 	if t.lastSeq >= 0 {
 		rp.AfterSeq = &t.lastSeq
 	}
-	var snap rpc.Snapshot
-	if err := c.Call(ctx, rpc.MethodSessionResume, rp, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := c.Call(ctx, protocol.MethodSessionResume, rp, &snap); err != nil {
 		if err = lost(err); err == errLost {
 			return err
 		}
 		return daemonErr(err)
 	}
-	var r rpc.Receipt
+	var r protocol.Receipt
 	for {
-		err := c.Call(ctx, rpc.MethodPromptSubmit, rpc.SubmitParams{SessionID: t.sessionID, InputID: t.inputID, Text: t.text}, &r)
+		err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: t.sessionID, InputID: t.inputID, Text: t.text}, &r)
 		switch {
-		case errors.Is(err, rpc.ErrOverloaded):
+		case errors.Is(err, protocol.ErrOverloaded):
 			select {
 			case <-time.After(200 * time.Millisecond):
 				continue
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		case errors.Is(err, rpc.ErrDraining):
+		case errors.Is(err, protocol.ErrDraining):
 			select { // the daemon stops: reconnect to its successor
 			case <-c.Done():
 				return errLost
@@ -471,10 +472,10 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 				}
 				return errLost
 			}
-			if n.Method != rpc.NotifySessionEvent {
+			if n.Method != protocol.NotifySessionEvent {
 				continue
 			}
-			var ev rpc.Event
+			var ev protocol.Event
 			if json.Unmarshal(n.Params, &ev) != nil || ev.SessionID != t.sessionID {
 				continue
 			}
@@ -502,13 +503,13 @@ func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if t.status == "queued" {
-		var r rpc.Receipt
-		err := c.Call(cctx, rpc.MethodPromptCancel, rpc.AdmissionRef{SessionID: t.sessionID, AdmissionID: t.admissionID}, &r)
+		var r protocol.Receipt
+		err := c.Call(cctx, protocol.MethodPromptCancel, protocol.AdmissionRef{SessionID: t.sessionID, AdmissionID: t.admissionID}, &r)
 		if err == nil {
 			t.setReceipt(r)
 			return
 		}
-		if !errors.Is(err, rpc.ErrNotQueued) {
+		if !errors.Is(err, protocol.ErrNotQueued) {
 			t.b.log.Warn("session/cancel: prompt.cancel failed", "admission", t.admissionID, "err", err)
 			return
 		}
@@ -517,8 +518,8 @@ func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 	if t.status != "started" || gen == nil {
 		// On a connection of its own: a second subscription on c would
 		// deliver this session's deltas twice.
-		var snap rpc.Snapshot
-		if err := t.b.call(cctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: t.sessionID, AfterSeq: &t.lastSeq}, &snap); err != nil {
+		var snap protocol.Snapshot
+		if err := t.b.call(cctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: t.sessionID, AfterSeq: &t.lastSeq}, &snap); err != nil {
 			t.b.log.Warn("session/cancel: reading the session failed", "admission", t.admissionID, "err", err)
 			return
 		}
@@ -528,14 +529,14 @@ func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 		g := snap.ExecutionGeneration
 		gen = &g
 	}
-	if err := c.Call(cctx, rpc.MethodInterrupt, rpc.InterruptParams{SessionID: t.sessionID, ExecutionGeneration: gen}, nil); err != nil {
+	if err := c.Call(cctx, protocol.MethodInterrupt, protocol.InterruptParams{SessionID: t.sessionID, ExecutionGeneration: gen}, nil); err != nil {
 		t.b.log.Warn("session/cancel: session.interrupt failed", "admission", t.admissionID, "err", err)
 	}
 }
 
 // noteHeld tells the editor once that the input waits behind an unknown
 // admission, and what unblocks it.
-func (t *acpTurn) noteHeld(r rpc.Receipt) {
+func (t *acpTurn) noteHeld(r protocol.Receipt) {
 	if r.AdmissionID != t.admissionID || r.Status != "queued" || r.Reason != "unknown" || t.warnedHeld {
 		return
 	}
@@ -544,7 +545,7 @@ func (t *acpTurn) noteHeld(r rpc.Receipt) {
 		t.b.app.cmdline("pending", t.sessionID), t.b.app.cmdline("resolve", t.sessionID, "ADMISSION")))
 }
 
-func (t *acpTurn) setReceipt(r rpc.Receipt) {
+func (t *acpTurn) setReceipt(r protocol.Receipt) {
 	if r.AdmissionID != t.admissionID || t.status == "terminal" {
 		return
 	}
@@ -562,7 +563,7 @@ func (t *acpTurn) setReceipt(r rpc.Receipt) {
 }
 
 // applySeq applies one event unless its seq was seen already.
-func (t *acpTurn) applySeq(ev rpc.Event) {
+func (t *acpTurn) applySeq(ev protocol.Event) {
 	if ev.Seq != nil {
 		if *ev.Seq <= t.lastSeq {
 			return
@@ -573,9 +574,9 @@ func (t *acpTurn) applySeq(ev rpc.Event) {
 }
 
 // apply maps one daemon event of the turn's admission to the editor.
-func (t *acpTurn) apply(ev rpc.Event) {
+func (t *acpTurn) apply(ev protocol.Event) {
 	if ev.Type == "admission.updated" {
-		var r rpc.Receipt
+		var r protocol.Receipt
 		if json.Unmarshal(ev.Payload, &r) == nil {
 			t.setReceipt(r)
 			t.noteHeld(r)
@@ -651,7 +652,7 @@ func (t *acpTurn) apply(ev rpc.Event) {
 			acp.WithUpdateRawOutput(rawArgs(json.RawMessage(res)))))
 	case "prompt.opened":
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.openPrompt(p.Prompt)
@@ -678,7 +679,7 @@ func (t *acpTurn) apply(ev rpc.Event) {
 
 // openPrompt asks the editor about one approval or clarification of the
 // turn, once per prompt id and connection.
-func (t *acpTurn) openPrompt(p rpc.Prompt) {
+func (t *acpTurn) openPrompt(p protocol.Prompt) {
 	t.pmu.Lock()
 	if _, open := t.perms[p.PromptID]; open {
 		t.pmu.Unlock()
@@ -710,7 +711,7 @@ func (t *acpTurn) openPrompt(p rpc.Prompt) {
 	}
 }
 
-func (t *acpTurn) askApproval(ctx context.Context, p rpc.Prompt) {
+func (t *acpTurn) askApproval(ctx context.Context, p protocol.Prompt) {
 	var ap approvalPayload
 	json.Unmarshal(p.Payload, &ap)
 	title := ap.Command
@@ -736,10 +737,10 @@ func (t *acpTurn) askApproval(ctx context.Context, p rpc.Prompt) {
 		return
 	}
 	choice := approvalChoice(resp.Outcome)
-	t.respond(p, rpc.RespondParams{Choice: rpc.Choice(choice)})
+	t.respond(p, protocol.RespondParams{Choice: protocol.Choice(choice)})
 }
 
-func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayload, opts []acp.PermissionOption) {
+func (t *acpTurn) askClarify(ctx context.Context, p protocol.Prompt, cp clarifyPayload, opts []acp.PermissionOption) {
 	q := cp.Questions[0].Question
 	resp, err := t.b.client().RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(t.sessionID),
@@ -758,13 +759,13 @@ func (t *acpTurn) askClarify(ctx context.Context, p rpc.Prompt, cp clarifyPayloa
 		return
 	}
 	b, _ := json.Marshal(answer)
-	t.respond(p, rpc.RespondParams{Answer: b})
+	t.respond(p, protocol.RespondParams{Answer: b})
 }
 
 // askElicitation asks a clarification the permission card cannot carry
 // (free text, several questions, multi-select) as a form elicitation, for
 // editors that advertise elicitation.form.
-func (t *acpTurn) askElicitation(ctx context.Context, p rpc.Prompt, cp clarifyPayload) {
+func (t *acpTurn) askElicitation(ctx context.Context, p protocol.Prompt, cp clarifyPayload) {
 	resp, err := t.b.client().UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{Form: &acp.UnstableCreateElicitationForm{
 		Mode: "form", Message: promptSummary(p), RequestedSchema: elicitationSchema(cp),
 		Meta: map[string]any{"sessiond": map[string]any{"session_id": t.sessionID, "tool_call_id": cp.ToolCallID, "prompt_id": p.PromptID, "kind": "clarify"}},
@@ -789,23 +790,23 @@ func (t *acpTurn) askElicitation(ctx context.Context, p rpc.Prompt, cp clarifyPa
 		return
 	}
 	b, _ := json.Marshal(answer)
-	t.respond(p, rpc.RespondParams{Answer: b})
+	t.respond(p, protocol.RespondParams{Answer: b})
 }
 
 // respond sends the editor's answer for the prompt's own generation.
-func (t *acpTurn) respond(p rpc.Prompt, rp rpc.RespondParams) {
+func (t *acpTurn) respond(p protocol.Prompt, rp protocol.RespondParams) {
 	rp.SessionID, rp.PromptID = t.sessionID, p.PromptID
 	g := p.ExecutionGeneration
 	rp.ExecutionGeneration = &g
-	method := rpc.MethodApprovalRespond
+	method := protocol.MethodApprovalRespond
 	if p.Kind == "clarify" {
-		method = rpc.MethodClarifyRespond
+		method = protocol.MethodClarifyRespond
 	}
 	ctx, cancel := context.WithTimeout(t.b.ctx, 30*time.Second)
 	defer cancel()
 	if err := t.b.call(ctx, method, rp, nil); err != nil {
 		t.b.log.Warn("answer not taken", "method", method, "prompt", p.PromptID, "err", err)
-		if errors.Is(err, rpc.ErrStaleGeneration) {
+		if errors.Is(err, protocol.ErrStaleGeneration) {
 			t.say("\n\n(That answer came too late: the turn that asked is over.)\n\n")
 		}
 	}

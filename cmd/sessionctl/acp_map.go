@@ -9,7 +9,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/sessiond/sessiond/protocol"
-	"github.com/sessiond/sessiond/rpc"
 )
 
 // This file holds the pure mappings of the ACP bridge (sessionctl acp):
@@ -168,9 +167,9 @@ func elicitationAnswer(p clarifyPayload, content map[string]any) (any, bool) {
 //	unknown (daemon crashed mid-turn)  -> error -32000 {reason: "unknown_execution", resolve}
 func stopFor(status, outcome, errText, resolveCmd string) (acp.StopReason, *acp.RequestError) {
 	if status == "unknown" {
-		return "", &acp.RequestError{Code: rpc.CodeRefused,
+		return "", &acp.RequestError{Code: protocol.CodeRefused,
 			Message: fmt.Sprintf("the daemon stopped while this prompt ran, so whether it had effects is unknown; it holds the session's queue until an operator decides: run `%s`", resolveCmd),
-			Data:    map[string]any{"reason": string(rpc.ReasonUnknownExecution), "resolve": resolveCmd}}
+			Data:    map[string]any{"reason": string(protocol.ReasonUnknownExecution), "resolve": resolveCmd}}
 	}
 	switch outcome {
 	case "completed":
@@ -185,7 +184,7 @@ func stopFor(status, outcome, errText, resolveCmd string) (acp.StopReason, *acp.
 	if errText == "" {
 		errText = "the turn ended " + outcome
 	}
-	return "", &acp.RequestError{Code: rpc.CodeRefused, Message: "turn " + outcome + ": " + errText,
+	return "", &acp.RequestError{Code: protocol.CodeRefused, Message: "turn " + outcome + ": " + errText,
 		Data: map[string]any{"reason": "turn_" + outcome, "error": errText}}
 }
 
@@ -193,12 +192,12 @@ func stopFor(status, outcome, errText, resolveCmd string) (acp.StopReason, *acp.
 // keeping the daemon's reason; its message and string data are made
 // visible (rpc's VisibleStrings covers results, not error responses).
 func refusal(err error) *acp.RequestError {
-	var e *rpc.Error
-	if re, ok := err.(*rpc.Error); ok {
+	var e *protocol.Error
+	if re, ok := err.(*protocol.Error); ok {
 		e = re
 	}
 	if e == nil {
-		return &acp.RequestError{Code: rpc.CodeRefused, Message: err.Error(), Data: map[string]any{"reason": "daemon_error"}}
+		return &acp.RequestError{Code: protocol.CodeRefused, Message: err.Error(), Data: map[string]any{"reason": "daemon_error"}}
 	}
 	data := map[string]any{"reason": string(e.Reason)}
 	for k, v := range e.Data {
@@ -209,7 +208,7 @@ func refusal(err error) *acp.RequestError {
 	}
 	code := e.Code
 	if code == 0 {
-		code = rpc.CodeRefused
+		code = protocol.CodeRefused
 	}
 	return &acp.RequestError{Code: code, Message: visible(e.Message, true), Data: data}
 }
@@ -352,7 +351,7 @@ func toolStatus(failed bool) acp.ToolCallStatus {
 // tool_call_update with its final status and output. Boundary notes and
 // other kinds of message (kind != "") are the daemon's bookkeeping and are
 // not shown.
-func replayUpdates(msgs []rpc.Message) []acp.SessionUpdate {
+func replayUpdates(msgs []protocol.Message) []acp.SessionUpdate {
 	var out []acp.SessionUpdate
 	names := map[string]string{}
 	for _, m := range msgs {

@@ -8,7 +8,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // The ACP bridge's mapping tables, without Node or a daemon (the Node test
@@ -41,7 +41,7 @@ func TestACPStopFor(t *testing.T) {
 			continue
 		}
 		data := rerr.Data.(map[string]any)
-		if rerr.Code != rpc.CodeRefused || data["reason"] != c.reason {
+		if rerr.Code != protocol.CodeRefused || data["reason"] != c.reason {
 			t.Errorf("stopFor(%s, %s) error = %v; want code -32000 reason %s", c.status, c.outcome, rerr, c.reason)
 		}
 		if c.status == "unknown" && (!strings.Contains(rerr.Message, "`"+resolve+"`") || data["resolve"] != resolve) {
@@ -201,7 +201,7 @@ func TestACPToolResult(t *testing.T) {
 }
 
 func TestACPReplay(t *testing.T) {
-	msgs := []rpc.Message{
+	msgs := []protocol.Message{
 		{ID: 1, Role: "user", Content: "run: ls"},
 		{ID: 2, Role: "assistant", ToolCalls: json.RawMessage(`[{"id":"c1","name":"terminal","arguments":"{\"command\":\"ls\"}"}]`)},
 		{ID: 3, Role: "tool", ToolCallID: "c1", Content: `{"exit_code":1,"output":"nope"}`},
@@ -236,14 +236,14 @@ func TestACPReplay(t *testing.T) {
 }
 
 func TestACPRefusalKeepsTheDaemonReason(t *testing.T) {
-	e := refusal(rpc.Errorf(rpc.ReasonAdmissionConflict, "input id reused").With("admission_id", "adm_1"))
+	e := refusal(protocol.Errorf(protocol.ReasonAdmissionConflict, "input id reused").With("admission_id", "adm_1"))
 	d := e.Data.(map[string]any)
-	if e.Code != rpc.CodeRefused || d["reason"] != "admission_conflict" || d["admission_id"] != "adm_1" || e.Message != "input id reused" {
+	if e.Code != protocol.CodeRefused || d["reason"] != "admission_conflict" || d["admission_id"] != "adm_1" || e.Message != "input id reused" {
 		t.Errorf("refusal = %+v", e)
 	}
 	// Refusals are not results: the connection leaves them as they are,
 	// and one may quote what another client or the model wrote.
-	e = refusal(rpc.Errorf(rpc.ReasonNotFound, "session not found: ses_\x1b]0;t\x07").With("error", "x\x1b[2J"))
+	e = refusal(protocol.Errorf(protocol.ReasonNotFound, "session not found: ses_\x1b]0;t\x07").With("error", "x\x1b[2J"))
 	if d := e.Data.(map[string]any); e.Message != "session not found: ses_␛]0;t␇" || d["error"] != "x␛[2J" {
 		t.Errorf("refusal = %q %v", e.Message, d)
 	}

@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -81,8 +82,8 @@ func (a *app) attach(ctx context.Context, sessionID string, history int) error {
 	// after_seq 0: the retained events come too, for the approval
 	// decisions shown in the replayed history.
 	zero := int64(0)
-	var snap rpc.Snapshot
-	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID, AfterSeq: &zero}, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: sessionID, AfterSeq: &zero}, &snap); err != nil {
 		c.Close()
 		return err
 	}
@@ -134,7 +135,7 @@ type link struct {
 
 // Messages from the link to the UI.
 type (
-	eventMsg struct{ ev rpc.Event }
+	eventMsg struct{ ev protocol.Event }
 	lostMsg  struct{ err error }
 	retryMsg struct {
 		attempt int
@@ -142,7 +143,7 @@ type (
 		wait    time.Duration
 	}
 	resumedMsg struct {
-		snap     rpc.Snapshot
+		snap     protocol.Snapshot
 		afterSeq int64
 		pid      int
 	}
@@ -193,10 +194,10 @@ func (l *link) follow(ctx context.Context, c *rpc.Client) {
 			if !ok {
 				return
 			}
-			if n.Method != rpc.NotifySessionEvent {
+			if n.Method != protocol.NotifySessionEvent {
 				continue
 			}
-			var ev rpc.Event
+			var ev protocol.Event
 			if json.Unmarshal(n.Params, &ev) != nil || ev.SessionID != l.sessionID {
 				continue
 			}
@@ -219,9 +220,9 @@ func (l *link) reconnect(ctx context.Context) *rpc.Client {
 		c, d, err := l.app.connect(ctx, l.dialOptions())
 		if err == nil {
 			after := l.lastSeq
-			var snap rpc.Snapshot
+			var snap protocol.Snapshot
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = c.Call(cctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: l.sessionID, AfterSeq: &after}, &snap)
+			err = c.Call(cctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: l.sessionID, AfterSeq: &after}, &snap)
 			cancel()
 			if err == nil {
 				l.lastSeq = snap.LastSeq
@@ -229,8 +230,8 @@ func (l *link) reconnect(ctx context.Context) *rpc.Client {
 				return c
 			}
 			c.Close()
-			var re *rpc.Error
-			if errors.As(err, &re) && re.Reason == rpc.ReasonNotFound {
+			var re *protocol.Error
+			if errors.As(err, &re) && re.Reason == protocol.ReasonNotFound {
 				l.send(fatalMsg{err: fail(exitNotFound, "session %s no longer exists: %v", l.sessionID, err)})
 				return nil
 			}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 func (a *app) completionCommand(root *cobra.Command) *cobra.Command {
@@ -55,8 +55,8 @@ func (a *app) completeSession(cmd *cobra.Command, args []string, toComplete stri
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	a.connectTimeout = min(a.connectTimeout, time.Second)
-	var l rpc.SessionList
-	if err := a.call(ctx, rpc.MethodSessionList, rpc.SessionListParams{Limit: 500}, &l); err != nil {
+	var l protocol.SessionList
+	if err := a.call(ctx, protocol.MethodSessionList, protocol.SessionListParams{Limit: 500}, &l); err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	out := make([]string, 0, len(l.Sessions))

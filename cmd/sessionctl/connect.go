@@ -65,8 +65,8 @@ func readDescriptor(home, origin string) (descriptor, error) {
 		}
 		return d, fail(exitUnreachable, "%s is not a daemon descriptor (%v); restart the daemon to rewrite it", path, err)
 	}
-	if d.Protocol != 0 && d.Protocol != rpc.ProtocolVersion {
-		return d, fail(exitUnreachable, "the daemon for home %s speaks protocol %d; this sessionctl speaks %d", home, d.Protocol, rpc.ProtocolVersion)
+	if d.Protocol != 0 && d.Protocol != protocol.Version {
+		return d, fail(exitUnreachable, "the daemon for home %s speaks protocol %d; this sessionctl speaks %d", home, d.Protocol, protocol.Version)
 	}
 	return d, nil
 }
@@ -98,8 +98,8 @@ func (a *app) connect(ctx context.Context, opt rpc.DialOptions) (*rpc.Client, de
 	}
 	// Name this client, so that the daemon's audit log and the transcript
 	// say who answered a prompt or deleted a session.
-	var init rpc.InitializeResult
-	if err := c.Call(dctx, rpc.MethodInitialize, rpc.InitializeParams{Client: rpc.ClientInfo{Name: "sessionctl", Version: version}}, &init); err != nil {
+	var init protocol.InitializeResult
+	if err := c.Call(dctx, protocol.MethodInitialize, protocol.InitializeParams{Client: protocol.ClientInfo{Name: "sessionctl", Version: version}}, &init); err != nil {
 		c.Close()
 		if ctx.Err() != nil {
 			return nil, d, ctx.Err()

@@ -73,7 +73,7 @@ func (a *app) exitCode(err error) int {
 // started running are command-line errors from cobra (exit 2).
 func classify(err error, started bool) (int, string) {
 	var ee *exitError
-	var re *rpc.Error
+	var re *protocol.Error
 	switch {
 	case errors.As(err, &ee):
 		return ee.code, ee.msg
@@ -94,8 +94,8 @@ func classify(err error, started bool) (int, string) {
 // rpcExitCode maps a refusal by the daemon: not_found is 4, every other
 // refusal (invalid_params included: the daemon, not the command line,
 // judged it) is 1.
-func rpcExitCode(re *rpc.Error) int {
-	if re.Reason == rpc.ReasonNotFound {
+func rpcExitCode(re *protocol.Error) int {
+	if re.Reason == protocol.ReasonNotFound {
 		return exitNotFound
 	}
 	return exitFailed

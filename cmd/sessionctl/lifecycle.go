@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -32,8 +33,8 @@ func (a *app) renameCommand() *cobra.Command {
 		if strings.TrimSpace(args[1]) == "" {
 			return usageError("TITLE must not be blank")
 		}
-		var row rpc.SessionSummary
-		if err := a.call(ctx, rpc.MethodSessionUpdate, rpc.SessionUpdateParams{SessionID: args[0], Title: &args[1]}, &row); err != nil {
+		var row protocol.SessionSummary
+		if err := a.call(ctx, protocol.MethodSessionUpdate, protocol.SessionUpdateParams{SessionID: args[0], Title: &args[1]}, &row); err != nil {
 			return err
 		}
 		if a.jsonOut {
@@ -70,8 +71,8 @@ first). rm shows the session and asks for confirmation on stdin, unless --yes.`,
 		}
 		defer c.Close()
 		if !yes {
-			var snap rpc.Snapshot
-			if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap); err != nil {
+			var snap protocol.Snapshot
+			if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: sessionID}, &snap); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "session %s %q (cwd %s, created %s): %d message(s), %d pending input(s)\n",
@@ -85,12 +86,12 @@ first). rm shows the session and asks for confirmation on stdin, unless --yes.`,
 				return fail(exitFailed, "not deleted (answer y to delete, or pass --yes)")
 			}
 		}
-		var r rpc.SessionDeleteResult
-		err = a.callOn(ctx, c, rpc.MethodSessionDelete, rpc.SessionDeleteParams{SessionID: sessionID}, &r)
+		var r protocol.SessionDeleteResult
+		err = a.callOn(ctx, c, protocol.MethodSessionDelete, protocol.SessionDeleteParams{SessionID: sessionID}, &r)
 		switch {
-		case errors.Is(err, rpc.ErrSessionBusy):
+		case errors.Is(err, protocol.ErrSessionBusy):
 			return fail(exitFailed, "session %s runs a turn: not deleted; stop it first with %s", sessionID, a.cmdline("interrupt", sessionID))
-		case errors.Is(err, rpc.ErrUnknownExecution):
+		case errors.Is(err, protocol.ErrUnknownExecution):
 			return fail(exitFailed, "session %s is held by an input left unknown by a crash: not deleted; decide on it first (%s)", sessionID, a.cmdline("pending", sessionID))
 		case err != nil:
 			return err
@@ -136,8 +137,8 @@ that kind ask again.`,
 	a.addTimeoutFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		if len(args) == 2 {
-			var r rpc.ApprovalsRevokeResult
-			if err := a.call(ctx, rpc.MethodApprovalsRevoke, rpc.ApprovalsRevokeParams{Pattern: args[1], SessionID: sessionID}, &r); err != nil {
+			var r protocol.ApprovalsRevokeResult
+			if err := a.call(ctx, protocol.MethodApprovalsRevoke, protocol.ApprovalsRevokeParams{Pattern: args[1], SessionID: sessionID}, &r); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -150,16 +151,16 @@ that kind ask again.`,
 			}
 			return nil
 		}
-		var l rpc.ApprovalsList
-		if err := a.call(ctx, rpc.MethodApprovalsList, rpc.ApprovalsListParams{SessionID: sessionID}, &l); err != nil {
+		var l protocol.ApprovalsList
+		if err := a.call(ctx, protocol.MethodApprovalsList, protocol.ApprovalsListParams{SessionID: sessionID}, &l); err != nil {
 			return err
 		}
 		if a.jsonOut {
 			if l.Always == nil {
-				l.Always = []rpc.AllowRule{}
+				l.Always = []protocol.AllowRule{}
 			}
 			if sessionID != "" && l.Session == nil {
-				l.Session = []rpc.AllowRule{}
+				l.Session = []protocol.AllowRule{}
 			}
 			return a.printJSON(l)
 		}
@@ -187,8 +188,8 @@ type transcriptItem struct {
 	AdmissionID string `json:"admission_id,omitempty"`
 	At          string `json:"at,omitempty"`
 	Text        string `json:"text,omitempty"` // user, assistant, boundary
-	// Sender is who submitted a user item (rpc.Sender).
-	Sender *rpc.Sender `json:"sender,omitempty"`
+	// Sender is who submitted a user item (protocol.Sender).
+	Sender *protocol.Sender `json:"sender,omitempty"`
 
 	// tool_call
 	ToolCallID string          `json:"tool_call_id,omitempty"`
@@ -247,13 +248,13 @@ with an items list.`,
 	a.addTimeoutFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		zero := int64(0)
-		var snap rpc.Snapshot
+		var snap protocol.Snapshot
 		c, _, err := a.connect(ctx, rpc.DialOptions{OnNotification: func(rpc.Notification) {}})
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: args[0], AfterSeq: &zero}, &snap); err != nil {
+		if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: args[0], AfterSeq: &zero}, &snap); err != nil {
 			return err
 		}
 		v := buildTranscript(snap)
@@ -269,7 +270,7 @@ with an items list.`,
 // buildTranscript joins the snapshot's messages (the transcript) with its
 // events (approvals and who answered them, turn outcomes), in transcript
 // order.
-func buildTranscript(snap rpc.Snapshot) transcriptView {
+func buildTranscript(snap protocol.Snapshot) transcriptView {
 	v := transcriptView{SessionID: snap.SessionID, Title: snap.Title, Cwd: snap.Cwd, Model: snap.Model,
 		CreatedAt: snap.CreatedAt, Running: snap.Running, Items: []transcriptItem{}, EventsPruned: snap.SnapshotRequired}
 	approvals := approvalsFromEvents(snap.Events)
@@ -347,7 +348,7 @@ func (a *app) printTranscript(v transcriptView) {
 		switch it.Type {
 		case "user":
 			fmt.Fprintf(w, "\n%s%s\n", userPrefix(it.Sender), it.Text)
-			if it.Sender != nil && it.Sender.ID != rpc.SenderOwner {
+			if it.Sender != nil && it.Sender.ID != protocol.SenderOwner {
 				fmt.Fprintf(w, "  (sent by %s)\n", senderName(it.Sender))
 			}
 		case "assistant":
@@ -404,7 +405,7 @@ func approvalLine(ap approvalRecord) string {
 		s := what + ": " + ap.Choice
 		if by := ap.AnsweredBy; by != nil {
 			s += " by " + by["client"]
-			if by["id"] != "" && by["id"] != rpc.SenderOwner {
+			if by["id"] != "" && by["id"] != protocol.SenderOwner {
 				s += " for " + by["label"] + " (" + by["id"] + ")"
 			}
 			if by["conn"] != "" {
@@ -422,14 +423,14 @@ func approvalLine(ap approvalRecord) string {
 // approvalsFromEvents gathers the approval prompts of events (prompt.opened
 // and prompt.closed) by the tool call they gated: what was decided and who
 // decided it.
-func approvalsFromEvents(events []rpc.Event) map[string]*approvalRecord {
+func approvalsFromEvents(events []protocol.Event) map[string]*approvalRecord {
 	approvals := map[string]*approvalRecord{} // by tool_call_id
 	byPrompt := map[string]*approvalRecord{}  // by prompt_id
 	for _, e := range events {
 		switch e.Type {
 		case "prompt.opened":
 			var p struct {
-				Prompt rpc.Prompt `json:"prompt"`
+				Prompt protocol.Prompt `json:"prompt"`
 			}
 			if json.Unmarshal(e.Payload, &p) != nil || p.Prompt.Kind != "approval" {
 				continue

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 func (a *app) pairCommand() *cobra.Command {
@@ -44,8 +44,8 @@ watch but not submit, answer, cancel, interrupt or resolve.`,
 		if ttl < time.Second || ttl > 24*time.Hour {
 			return usageError("--ttl must be between 1s and 24h, not %s", ttl)
 		}
-		var r rpc.PairingCodeResult
-		if err := a.call(ctx, rpc.MethodPairingCode, rpc.PairingCodeParams{Label: label, TTLSeconds: int64(ttl / time.Second),
+		var r protocol.PairingCodeResult
+		if err := a.call(ctx, protocol.MethodPairingCode, protocol.PairingCodeParams{Label: label, TTLSeconds: int64(ttl / time.Second),
 			SessionID: sessionID, ReadOnly: readOnly}, &r); err != nil {
 			return err
 		}
@@ -85,8 +85,8 @@ affected.`,
 	a.addTimeoutFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		if len(args) == 2 {
-			var r rpc.RevokeResult
-			if err := a.call(ctx, rpc.MethodClientsRevoke, rpc.ClientRef{ClientID: args[1]}, &r); err != nil {
+			var r protocol.RevokeResult
+			if err := a.call(ctx, protocol.MethodClientsRevoke, protocol.ClientRef{ClientID: args[1]}, &r); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -95,8 +95,8 @@ affected.`,
 			fmt.Fprintf(a.stdout, "revoked %s (%d connection(s) closed)\n", r.ClientID, r.Closed)
 			return nil
 		}
-		var l rpc.ClientsList
-		if err := a.call(ctx, rpc.MethodClientsList, struct{}{}, &l); err != nil {
+		var l protocol.ClientsList
+		if err := a.call(ctx, protocol.MethodClientsList, struct{}{}, &l); err != nil {
 			return err
 		}
 		if a.jsonOut {
@@ -126,12 +126,12 @@ affected.`,
 // senderName is how a sender is shown: "owner" or the paired client's
 // label and id, then the client program and version, e.g.
 // `phone (cli_…) via sessiond-web/1.2`; "-" when unknown.
-func senderName(s *rpc.Sender) string {
+func senderName(s *protocol.Sender) string {
 	if s == nil {
 		return "-"
 	}
 	who := s.ID
-	if s.ID != rpc.SenderOwner && s.Label != "" {
+	if s.ID != protocol.SenderOwner && s.Label != "" {
 		who = s.Label + " (" + s.ID + ")"
 	}
 	if s.Client != "" {
@@ -145,8 +145,8 @@ func senderName(s *rpc.Sender) string {
 
 // userPrefix starts a user message: "you › " for the daemon token's owner
 // (and rows from before pairing), "LABEL › " for a paired client.
-func userPrefix(s *rpc.Sender) string {
-	if s == nil || s.ID == rpc.SenderOwner || s.ID == "" {
+func userPrefix(s *protocol.Sender) string {
+	if s == nil || s.ID == protocol.SenderOwner || s.ID == "" {
 		return "you › "
 	}
 	if s.Label != "" {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/protocol"
-	"github.com/sessiond/sessiond/rpc"
 )
 
 // Payload shapes of docs/protocol.md Part 2 (sections C and E) that the
@@ -106,7 +105,7 @@ type clarifyResult struct {
 }
 
 // promptSummary is one line describing a prompt.
-func promptSummary(p rpc.Prompt) string {
+func promptSummary(p protocol.Prompt) string {
 	switch p.Kind {
 	case "approval":
 		var a approvalPayload

@@ -42,13 +42,13 @@ func validInputID(id string) bool {
 
 // sendResult is the JSON of `send --json`.
 type sendResult struct {
-	SessionID   string       `json:"session_id"`
-	InputID     string       `json:"input_id"`
-	AdmissionID string       `json:"admission_id"`
-	Outcome     string       `json:"outcome"` // completed | failed | interrupted | cancelled | unknown | pending (stopped waiting first)
-	Error       string       `json:"error,omitempty"`
-	Reply       string       `json:"reply"`
-	Receipt     *rpc.Receipt `json:"receipt"`
+	SessionID   string            `json:"session_id"`
+	InputID     string            `json:"input_id"`
+	AdmissionID string            `json:"admission_id"`
+	Outcome     string            `json:"outcome"` // completed | failed | interrupted | cancelled | unknown | pending (stopped waiting first)
+	Error       string            `json:"error,omitempty"`
+	Reply       string            `json:"reply"`
+	Receipt     *protocol.Receipt `json:"receipt"`
 }
 
 func (a *app) sendCommand() *cobra.Command {
@@ -109,7 +109,7 @@ prints a note on stderr for each with the exact command to answer it.`,
 			return usageError("--input-id %q: must be 1-128 characters of [A-Za-z0-9._:-]", inputID)
 		}
 		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor,
-			msgs: map[int64]rpc.Message{}}
+			msgs: map[int64]protocol.Message{}}
 		return s.run(ctx)
 	})
 	return cmd
@@ -124,10 +124,10 @@ type sender struct {
 	reconnectFor time.Duration
 
 	admissionID string
-	receipt     *rpc.Receipt
+	receipt     *protocol.Receipt
 	turnError   string
-	msgs        map[int64]rpc.Message // assistant messages of the admission, by id
-	lastSeq     int64                 // -1 before the first snapshot
+	msgs        map[int64]protocol.Message // assistant messages of the admission, by id
+	lastSeq     int64                      // -1 before the first snapshot
 	finished    bool
 	warned      bool            // about waiting behind an unknown admission
 	noted       map[string]bool // prompts of the turn already pointed out on stderr
@@ -205,21 +205,21 @@ func (s *sender) explain(ctx context.Context, err error) error {
 // admission settles. It returns nil when finished, errLost when the
 // connection ended first, or the error to report.
 func (s *sender) session(ctx context.Context, c *rpc.Client) error {
-	p := rpc.ResumeParams{SessionID: s.sessionID}
+	p := protocol.ResumeParams{SessionID: s.sessionID}
 	if s.lastSeq >= 0 {
 		p.AfterSeq = &s.lastSeq
 	}
-	var snap rpc.Snapshot
-	if err := c.Call(ctx, rpc.MethodSessionResume, p, &snap); err != nil {
+	var snap protocol.Snapshot
+	if err := c.Call(ctx, protocol.MethodSessionResume, p, &snap); err != nil {
 		return s.lostOr(c, err)
 	}
 	s.lastSeq = snap.LastSeq
 	// Submit (again: the same input_id is idempotent) to learn the
 	// admission and its status as of now.
-	var r rpc.Receipt
+	var r protocol.Receipt
 	for {
-		err := c.Call(ctx, rpc.MethodPromptSubmit, rpc.SubmitParams{SessionID: s.sessionID, InputID: s.inputID, Text: s.text}, &r)
-		if errors.Is(err, rpc.ErrOverloaded) {
+		err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: s.sessionID, InputID: s.inputID, Text: s.text}, &r)
+		if errors.Is(err, protocol.ErrOverloaded) {
 			select {
 			case <-time.After(200 * time.Millisecond):
 				continue
@@ -227,7 +227,7 @@ func (s *sender) session(ctx context.Context, c *rpc.Client) error {
 				return ctx.Err()
 			}
 		}
-		if errors.Is(err, rpc.ErrDraining) {
+		if errors.Is(err, protocol.ErrDraining) {
 			// The daemon is stopping: wait for it to close the
 			// connection, then reconnect to its successor.
 			select {
@@ -237,10 +237,10 @@ func (s *sender) session(ctx context.Context, c *rpc.Client) error {
 				return ctx.Err()
 			}
 		}
-		if errors.Is(err, rpc.ErrAdmissionConflict) {
+		if errors.Is(err, protocol.ErrAdmissionConflict) {
 			return fail(exitFailed, "input id %s was already used in this session with a different text", s.inputID)
 		}
-		if errors.Is(err, rpc.ErrCancelled) {
+		if errors.Is(err, protocol.ErrCancelled) {
 			return fail(exitFailed, "input id %s was cancelled earlier; it never runs (use a new --input-id)", s.inputID)
 		}
 		if err != nil {
@@ -276,10 +276,10 @@ func (s *sender) session(ctx context.Context, c *rpc.Client) error {
 		if !ok {
 			break
 		}
-		if n.Method != rpc.NotifySessionEvent {
+		if n.Method != protocol.NotifySessionEvent {
 			continue
 		}
-		var ev rpc.Event
+		var ev protocol.Event
 		if json.Unmarshal(n.Params, &ev) != nil || ev.SessionID != s.sessionID {
 			continue
 		}
@@ -307,7 +307,7 @@ func (s *sender) lostOr(c *rpc.Client, err error) error {
 	return err
 }
 
-func (s *sender) setReceipt(r rpc.Receipt) {
+func (s *sender) setReceipt(r protocol.Receipt) {
 	if s.receipt != nil && s.receipt.Status == "terminal" {
 		return
 	}
@@ -317,32 +317,32 @@ func (s *sender) setReceipt(r rpc.Receipt) {
 	}
 }
 
-func (s *sender) addMessage(m rpc.Message) {
+func (s *sender) addMessage(m protocol.Message) {
 	if m.AdmissionID == s.admissionID && m.Role == "assistant" {
 		s.msgs[m.ID] = m
 	}
 }
 
-func (s *sender) apply(ev rpc.Event) {
+func (s *sender) apply(ev protocol.Event) {
 	if ev.AdmissionID != s.admissionID {
 		return
 	}
 	switch ev.Type {
 	case "message.completed":
 		var p struct {
-			Message rpc.Message `json:"message"`
+			Message protocol.Message `json:"message"`
 		}
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			s.addMessage(p.Message)
 		}
 	case "admission.updated":
-		var r rpc.Receipt
+		var r protocol.Receipt
 		if json.Unmarshal(ev.Payload, &r) == nil {
 			s.setReceipt(r)
 		}
 	case "prompt.opened":
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			s.notePrompt(p.Prompt)
@@ -355,7 +355,7 @@ func (s *sender) apply(ev rpc.Event) {
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			s.turnError = p.Error
 			if s.receipt == nil || s.receipt.Status != "terminal" {
-				r := rpc.Receipt{AdmissionID: s.admissionID, SessionID: s.sessionID, InputID: s.inputID, Status: "terminal", Outcome: &p.Outcome, Error: p.Error}
+				r := protocol.Receipt{AdmissionID: s.admissionID, SessionID: s.sessionID, InputID: s.inputID, Status: "terminal", Outcome: &p.Outcome, Error: p.Error}
 				if s.receipt != nil {
 					r.Seq, r.ExecutionGeneration, r.Duplicate = s.receipt.Seq, s.receipt.ExecutionGeneration, s.receipt.Duplicate
 				}
@@ -368,7 +368,7 @@ func (s *sender) apply(ev rpc.Event) {
 
 // notePrompt tells, once per prompt, that the turn waits for an answer
 // and which command gives it: send itself never answers.
-func (s *sender) notePrompt(p rpc.Prompt) {
+func (s *sender) notePrompt(p protocol.Prompt) {
 	if p.PromptID == "" || s.noted[p.PromptID] {
 		return
 	}

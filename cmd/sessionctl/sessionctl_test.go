@@ -12,6 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -21,9 +22,9 @@ func TestClassifyExitCodes(t *testing.T) {
 		started bool
 		code    int
 	}{
-		{rpc.Errorf(rpc.ReasonNotFound, "unknown session %q", "x"), true, exitNotFound},
-		{rpc.Errorf(rpc.ReasonStaleGeneration, "stale"), true, exitFailed},
-		{rpc.Errorf(rpc.ReasonInvalidParams, "bad cwd"), true, exitFailed}, // the daemon refused it: 1, not a usage error
+		{protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", "x"), true, exitNotFound},
+		{protocol.Errorf(protocol.ReasonStaleGeneration, "stale"), true, exitFailed},
+		{protocol.Errorf(protocol.ReasonInvalidParams, "bad cwd"), true, exitFailed}, // the daemon refused it: 1, not a usage error
 		{context.DeadlineExceeded, true, exitTimeout},
 		{usageError("--limit must be >= 0"), true, exitUsage},
 		{&rpc.ClosedError{Status: 1001}, true, exitUnreachable},
@@ -115,15 +116,15 @@ func TestHelpExitCodes(t *testing.T) {
 }
 
 func TestWrongVerb(t *testing.T) {
-	clar := rpc.Prompt{PromptID: "prm_1", Kind: "clarify"}
-	appr := rpc.Prompt{PromptID: "prm_2", Kind: "approval"}
-	if got := newApp(nil, nil, nil).wrongVerb(rpc.MethodApprovalRespond, "ses_1", clar); !strings.Contains(got, "`sessionctl answer ses_1 prm_1 TEXT...`") {
+	clar := protocol.Prompt{PromptID: "prm_1", Kind: "clarify"}
+	appr := protocol.Prompt{PromptID: "prm_2", Kind: "approval"}
+	if got := newApp(nil, nil, nil).wrongVerb(protocol.MethodApprovalRespond, "ses_1", clar); !strings.Contains(got, "`sessionctl answer ses_1 prm_1 TEXT...`") {
 		t.Errorf("approve on a clarify prompt: %q", got)
 	}
-	if got := newApp(nil, nil, nil).wrongVerb(rpc.MethodClarifyRespond, "ses_1", appr); !strings.Contains(got, "`sessionctl approve ses_1 prm_2 --choice") {
+	if got := newApp(nil, nil, nil).wrongVerb(protocol.MethodClarifyRespond, "ses_1", appr); !strings.Contains(got, "`sessionctl approve ses_1 prm_2 --choice") {
 		t.Errorf("answer on an approval: %q", got)
 	}
-	if newApp(nil, nil, nil).wrongVerb(rpc.MethodApprovalRespond, "ses_1", appr) != "" || newApp(nil, nil, nil).wrongVerb(rpc.MethodClarifyRespond, "ses_1", clar) != "" {
+	if newApp(nil, nil, nil).wrongVerb(protocol.MethodApprovalRespond, "ses_1", appr) != "" || newApp(nil, nil, nil).wrongVerb(protocol.MethodClarifyRespond, "ses_1", clar) != "" {
 		t.Error("a fitting verb was refused")
 	}
 }
@@ -152,7 +153,7 @@ func TestClarifyAnswer(t *testing.T) {
 }
 
 func testModel() *tuiModel {
-	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1", Title: "t", Model: "m", Cwd: "/w"}, 42, 50)
+	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, protocol.Snapshot{SessionID: "ses_1", Title: "t", Model: "m", Cwd: "/w"}, 42, 50)
 	m.st = style{} // plain text to compare
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	return m
@@ -160,12 +161,12 @@ func testModel() *tuiModel {
 
 func event(typ, adm string, payload any) eventMsg {
 	b, _ := json.Marshal(payload)
-	return eventMsg{rpc.Event{SessionID: "ses_1", Type: rpc.EventType(typ), AdmissionID: adm, Payload: b}}
+	return eventMsg{protocol.Event{SessionID: "ses_1", Type: protocol.EventType(typ), AdmissionID: adm, Payload: b}}
 }
 
 // The scrollback is printed one batch at a time, in order.
 func TestTUIPrintsInOrder(t *testing.T) {
-	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, rpc.Snapshot{SessionID: "ses_1"}, 42, 50)
+	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, protocol.Snapshot{SessionID: "ses_1"}, 42, 50)
 	if cmd := m.Init(); cmd != nil {
 		t.Fatal("Init must wait for the window size before printing")
 	}
@@ -185,8 +186,8 @@ func TestTUIPrintsInOrder(t *testing.T) {
 
 func TestTUIEventsAndCtrlC(t *testing.T) {
 	m := testModel()
-	m.Update(event("admission.updated", "adm_1", rpc.Receipt{AdmissionID: "adm_1", InputID: "i1", Seq: 1, Status: "started"}))
-	m.Update(event("admission.updated", "adm_2", rpc.Receipt{AdmissionID: "adm_2", InputID: "i2", Seq: 2, Status: "queued", Reason: "busy"}))
+	m.Update(event("admission.updated", "adm_1", protocol.Receipt{AdmissionID: "adm_1", InputID: "i1", Seq: 1, Status: "started"}))
+	m.Update(event("admission.updated", "adm_2", protocol.Receipt{AdmissionID: "adm_2", InputID: "i2", Seq: 2, Status: "queued", Reason: "busy"}))
 	gen := int64(3)
 	ev := event("turn.started", "adm_1", map[string]any{"text": "first"})
 	ev.ev.ExecutionGeneration = &gen
@@ -196,7 +197,7 @@ func TestTUIEventsAndCtrlC(t *testing.T) {
 	if !strings.Contains(view, "partial ans") || !strings.Contains(view, "queued #2 (waits: busy)") || !strings.Contains(view, "turn running") {
 		t.Fatalf("view:\n%s", view)
 	}
-	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": rpc.Prompt{PromptID: "p1", Kind: "approval",
+	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": protocol.Prompt{PromptID: "p1", Kind: "approval",
 		ExecutionGeneration: 3, Payload: json.RawMessage(`{"command":"rm -rf x","cwd":"/w","reason":"recursive delete","risk":"dangerous"}`)}}))
 	view = m.View().Content
 	for _, want := range []string{"approval needed", "rm -rf x", "/w", "recursive delete", "[o] once", "[d] deny"} {
@@ -244,7 +245,7 @@ func TestTUIClarifyKeepsTheDraft(t *testing.T) {
 	for _, r := range "half a thought" {
 		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
 	}
-	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": rpc.Prompt{PromptID: "p2", Kind: "clarify",
+	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": protocol.Prompt{PromptID: "p2", Kind: "clarify",
 		ExecutionGeneration: 1, Payload: json.RawMessage(`{"questions":[{"question":"Which?","choices":["a","b"]}]}`)}}))
 	if m.clar == nil || len(m.input) != 0 || !strings.Contains(m.View().Content, "2) b") {
 		t.Fatalf("clarify did not take the input: %q\n%s", string(m.input), m.View().Content)
@@ -279,11 +280,11 @@ func TestLateAnswerAndBadInputIDExitCodes(t *testing.T) {
 	a := newApp(nil, &out, &out)
 	for _, jsonOut := range []bool{false, true} {
 		a.jsonOut = jsonOut
-		err := a.printRespond(rpc.RespondResult{PromptID: "prm_1", Status: "already_resolved"}, "approval")
+		err := a.printRespond(protocol.RespondResult{PromptID: "prm_1", Status: "already_resolved"}, "approval")
 		if code := a.exitCode(err); code != exitFailed {
 			t.Fatalf("json=%v: late answer exits %d (%v), want %d", jsonOut, code, err, exitFailed)
 		}
-		if err := a.printRespond(rpc.RespondResult{PromptID: "prm_1", Status: "resolved"}, "approval"); a.exitCode(err) != exitOK {
+		if err := a.printRespond(protocol.RespondResult{PromptID: "prm_1", Status: "resolved"}, "approval"); a.exitCode(err) != exitOK {
 			t.Fatalf("json=%v: applied answer: %v", jsonOut, err)
 		}
 	}
@@ -308,7 +309,7 @@ func TestTUIStatusLine(t *testing.T) {
 		t.Fatalf("fresh session: %q", got)
 	}
 	gen := int64(3)
-	m.pending = []rpc.Receipt{{AdmissionID: "adm_1", Seq: 1, Status: "unknown", ExecutionGeneration: &gen}}
+	m.pending = []protocol.Receipt{{AdmissionID: "adm_1", Seq: 1, Status: "unknown", ExecutionGeneration: &gen}}
 	if got := m.statusLine(); !strings.Contains(got, "held (unknown input") || strings.Contains(got, "idle") {
 		t.Fatalf("held session: %q", got)
 	}
@@ -338,7 +339,7 @@ func TestCompletion(t *testing.T) {
 func printed(m *tuiModel) string { return strings.Join(m.printQ, "\n") }
 
 // unsizedModel is testModel without a window size, so it prints nothing.
-func unsizedModel(snap rpc.Snapshot) *tuiModel {
+func unsizedModel(snap protocol.Snapshot) *tuiModel {
 	m := newTUI(&link{app: newApp(nil, nil, nil), sessionID: "ses_1"}, snap, 42, 50)
 	m.st = style{}
 	return m
@@ -348,7 +349,7 @@ func unsizedModel(snap rpc.Snapshot) *tuiModel {
 // running leaves the last lines of the output it printed live on screen,
 // under its "interrupted while running" line.
 func TestTUIInterruptedCommandKeepsItsOutput(t *testing.T) {
-	m := unsizedModel(rpc.Snapshot{SessionID: "ses_1"})
+	m := unsizedModel(protocol.Snapshot{SessionID: "ses_1"})
 	m.Update(event("tool.started", "adm_1", map[string]any{"tool_call_id": "c1", "name": "terminal", "args": map[string]string{"command": "make test"}}))
 	m.Update(event("tool.output", "adm_1", map[string]any{"tool_call_id": "c1", "text": "line 1\nline 2\nlast words\n"}))
 	m.Update(event("tool.completed", "adm_1", map[string]any{"tool_call_id": "c1", "name": "terminal", "ok": false, "exit_code": -1,
@@ -362,14 +363,14 @@ func TestTUIInterruptedCommandKeepsItsOutput(t *testing.T) {
 // TestTUIHistoryShowsApprovals: the replayed transcript shows, under each
 // tool call, its approval decision and who made it.
 func TestTUIHistoryShowsApprovals(t *testing.T) {
-	ev := func(seq int64, typ string, payload string) rpc.Event {
-		return rpc.Event{SessionID: "ses_1", Seq: &seq, Type: rpc.EventType(typ), AdmissionID: "adm_1", Payload: json.RawMessage(payload)}
+	ev := func(seq int64, typ string, payload string) protocol.Event {
+		return protocol.Event{SessionID: "ses_1", Seq: &seq, Type: protocol.EventType(typ), AdmissionID: "adm_1", Payload: json.RawMessage(payload)}
 	}
-	snap := rpc.Snapshot{SessionID: "ses_1", Messages: []rpc.Message{
+	snap := protocol.Snapshot{SessionID: "ses_1", Messages: []protocol.Message{
 		{Role: "user", Content: "clean up", AdmissionID: "adm_1"},
 		{Role: "assistant", AdmissionID: "adm_1", ToolCalls: json.RawMessage(`[{"id":"c1","name":"terminal","arguments":"{\"command\":\"rm -rf build\"}"}]`)},
 		{Role: "tool", AdmissionID: "adm_1", ToolCallID: "c1", Content: `{"output":"","exit_code":0,"duration_ms":3}`},
-	}, Events: []rpc.Event{
+	}, Events: []protocol.Event{
 		ev(1, "prompt.opened", `{"prompt":{"prompt_id":"p1","kind":"approval","payload":{"tool_call_id":"c1","command":"rm -rf build","risk":"dangerous","reason":"recursive delete"}}}`),
 		ev(2, "prompt.closed", `{"prompt_id":"p1","resolution":"answered","response":{"choice":"session"},"answered_by":{"conn":"7","client":"vim-sessiond/2.1"}}`),
 	}}
@@ -381,15 +382,15 @@ func TestTUIHistoryShowsApprovals(t *testing.T) {
 }
 
 func TestSenderNames(t *testing.T) {
-	paired := &rpc.Sender{ID: "cli_1", Label: "phone", Client: "web", Version: "1.2"}
+	paired := &protocol.Sender{ID: "cli_1", Label: "phone", Client: "web", Version: "1.2"}
 	for _, tc := range []struct {
-		s            *rpc.Sender
+		s            *protocol.Sender
 		name, prefix string
 	}{
 		{nil, "-", "you › "},
-		{&rpc.Sender{ID: "owner", Client: "sessionctl", Version: "0.1"}, "owner via sessionctl/0.1", "you › "},
+		{&protocol.Sender{ID: "owner", Client: "sessionctl", Version: "0.1"}, "owner via sessionctl/0.1", "you › "},
 		{paired, "phone (cli_1) via web/1.2", "phone › "},
-		{&rpc.Sender{ID: "cli_2"}, "cli_2", "cli_2 › "},
+		{&protocol.Sender{ID: "cli_2"}, "cli_2", "cli_2 › "},
 	} {
 		if got := senderName(tc.s); got != tc.name {
 			t.Errorf("senderName(%+v) = %q, want %q", tc.s, got, tc.name)

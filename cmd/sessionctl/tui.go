@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -27,17 +28,17 @@ const callTimeout = 30 * time.Second
 type (
 	submitDoneMsg struct {
 		inputID string
-		r       rpc.Receipt
+		r       protocol.Receipt
 		err     error
 	}
 	respondDoneMsg struct {
 		promptID string
 		what     string
-		r        rpc.RespondResult
+		r        protocol.RespondResult
 		err      error
 	}
 	interruptDoneMsg struct {
-		r   rpc.InterruptResult
+		r   protocol.InterruptResult
 		err error
 	}
 	printedMsg     struct{}
@@ -77,7 +78,7 @@ type outItem struct {
 
 // clarifyState is the progress of answering a clarify prompt.
 type clarifyState struct {
-	prompt    rpc.Prompt
+	prompt    protocol.Prompt
 	questions []clarifyQuestion
 	idx       int
 	answers   []any
@@ -99,11 +100,11 @@ type tuiModel struct {
 
 	running     string
 	runningGen  int64
-	pending     []rpc.Receipt // non-terminal admissions, by seq
+	pending     []protocol.Receipt // non-terminal admissions, by seq
 	seenAdm     map[string]bool
-	senders     map[string]*rpc.Sender // by admission id: who submitted it
-	texts       map[string]string      // admission id or input id -> text
-	toldUnknown map[string]bool        // unknown admissions already reported
+	senders     map[string]*protocol.Sender // by admission id: who submitted it
+	texts       map[string]string           // admission id or input id -> text
+	toldUnknown map[string]bool             // unknown admissions already reported
 
 	streamAdm string
 	stream    string
@@ -111,7 +112,7 @@ type tuiModel struct {
 	callNames map[string]string          // tool_call_id -> tool name (transcript)
 	approvals map[string]*approvalRecord // tool_call_id -> its approval, from the replayed events
 
-	prompts []rpc.Prompt
+	prompts []protocol.Prompt
 	clar    *clarifyState
 
 	input  []rune
@@ -130,9 +131,9 @@ type tuiModel struct {
 	fatal    error
 }
 
-func newTUI(l *link, snap rpc.Snapshot, pid, history int) *tuiModel {
+func newTUI(l *link, snap protocol.Snapshot, pid, history int) *tuiModel {
 	m := &tuiModel{l: l, st: newStyle(), history: history, sessionID: snap.SessionID, pid: pid,
-		seenAdm: map[string]bool{}, senders: map[string]*rpc.Sender{}, texts: map[string]string{}, callNames: map[string]string{}, toldUnknown: map[string]bool{}}
+		seenAdm: map[string]bool{}, senders: map[string]*protocol.Sender{}, texts: map[string]string{}, callNames: map[string]string{}, toldUnknown: map[string]bool{}}
 	title := ""
 	if snap.Title != "" {
 		title = fmt.Sprintf(" %q", snap.Title)
@@ -239,7 +240,7 @@ func (m *tuiModel) update(msg tea.Msg) tea.Cmd {
 			return m.setNotice("that prompt was already answered; the first answer stands")
 		case msg.err == nil:
 			return m.setNotice(msg.what + " sent")
-		case errors.Is(msg.err, rpc.ErrStaleGeneration):
+		case errors.Is(msg.err, protocol.ErrStaleGeneration):
 			return m.setNotice("that prompt is no longer answerable (its turn ended)")
 		default:
 			m.print(m.st.red("✗ could not answer the prompt: " + oneLine(errString(msg.err))))
@@ -248,7 +249,7 @@ func (m *tuiModel) update(msg tea.Msg) tea.Cmd {
 		switch {
 		case msg.err == nil && msg.r.Interrupted == nil:
 			return m.setNotice("nothing was running")
-		case errors.Is(msg.err, rpc.ErrStaleGeneration):
+		case errors.Is(msg.err, protocol.ErrStaleGeneration):
 			return m.setNotice("that turn had already ended")
 		case msg.err != nil:
 			m.print(m.st.red("✗ interrupt failed: " + oneLine(errString(msg.err))))
@@ -371,7 +372,7 @@ func (m *tuiModel) interrupt() tea.Cmd {
 		m.print(m.st.red("✗ not connected: cannot interrupt now"))
 		return nil
 	}
-	p := rpc.InterruptParams{SessionID: m.sessionID}
+	p := protocol.InterruptParams{SessionID: m.sessionID}
 	if m.runningGen > 0 {
 		gen := m.runningGen
 		p.ExecutionGeneration = &gen
@@ -379,8 +380,8 @@ func (m *tuiModel) interrupt() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
-		var r rpc.InterruptResult
-		err := c.Call(ctx, rpc.MethodInterrupt, p, &r)
+		var r protocol.InterruptResult
+		err := c.Call(ctx, protocol.MethodInterrupt, p, &r)
 		return interruptDoneMsg{r: r, err: err}
 	}
 }
@@ -439,8 +440,8 @@ func (m *tuiModel) sendOutbox() tea.Cmd {
 		cmds = append(cmds, func() tea.Msg {
 			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
-			var r rpc.Receipt
-			err := c.Call(ctx, rpc.MethodPromptSubmit, rpc.SubmitParams{SessionID: m.sessionID, InputID: it.inputID, Text: it.text}, &r)
+			var r protocol.Receipt
+			err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: m.sessionID, InputID: it.inputID, Text: it.text}, &r)
 			return submitDoneMsg{inputID: it.inputID, r: r, err: err}
 		})
 	}
@@ -468,11 +469,11 @@ func (m *tuiModel) submitDone(msg submitDoneMsg) tea.Cmd {
 		return nil
 	}
 	m.outbox[idx].inflight = false
-	var re *rpc.Error
+	var re *protocol.Error
 	switch {
-	case errors.Is(msg.err, rpc.ErrOverloaded):
+	case errors.Is(msg.err, protocol.ErrOverloaded):
 		return tea.Tick(time.Second, func(time.Time) tea.Msg { return retrySubmitMsg{} })
-	case errors.Is(msg.err, rpc.ErrDraining), errors.Is(msg.err, rpc.ErrClosed), errors.Is(msg.err, context.DeadlineExceeded):
+	case errors.Is(msg.err, protocol.ErrDraining), errors.Is(msg.err, rpc.ErrClosed), errors.Is(msg.err, context.DeadlineExceeded):
 		return m.setNotice("not connected: will submit when reconnected")
 	case errors.As(msg.err, &re):
 		text := m.outbox[idx].text
@@ -486,25 +487,25 @@ func (m *tuiModel) submitDone(msg submitDoneMsg) tea.Cmd {
 
 // --- prompts ----------------------------------------------------------------
 
-func (m *tuiModel) activeApproval() *rpc.Prompt {
+func (m *tuiModel) activeApproval() *protocol.Prompt {
 	if len(m.prompts) > 0 && m.prompts[0].Kind == "approval" {
 		return &m.prompts[0]
 	}
 	return nil
 }
 
-func (m *tuiModel) approve(p rpc.Prompt, choice string) tea.Cmd {
+func (m *tuiModel) approve(p protocol.Prompt, choice string) tea.Cmd {
 	c := m.l.client()
 	if c == nil {
 		return m.setNotice("not connected: cannot answer now")
 	}
 	gen := p.ExecutionGeneration
-	params := rpc.RespondParams{SessionID: m.sessionID, PromptID: p.PromptID, ExecutionGeneration: &gen, Choice: rpc.Choice(choice)}
+	params := protocol.RespondParams{SessionID: m.sessionID, PromptID: p.PromptID, ExecutionGeneration: &gen, Choice: protocol.Choice(choice)}
 	return tea.Batch(m.setNotice("sending "+choice+"…"), func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
-		var r rpc.RespondResult
-		err := c.Call(ctx, rpc.MethodApprovalRespond, params, &r)
+		var r protocol.RespondResult
+		err := c.Call(ctx, protocol.MethodApprovalRespond, params, &r)
 		return respondDoneMsg{promptID: p.PromptID, what: "approval " + choice, r: r, err: err}
 	})
 }
@@ -565,13 +566,13 @@ func (m *tuiModel) answerClarify(text string) tea.Cmd {
 		return m.setNotice("not connected: answer again once reconnected")
 	}
 	gen := cs.prompt.ExecutionGeneration
-	params := rpc.RespondParams{SessionID: m.sessionID, PromptID: cs.prompt.PromptID, ExecutionGeneration: &gen, Answer: raw}
+	params := protocol.RespondParams{SessionID: m.sessionID, PromptID: cs.prompt.PromptID, ExecutionGeneration: &gen, Answer: raw}
 	pid := cs.prompt.PromptID
 	return tea.Batch(m.setNotice("sending the answer…"), func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
-		var r rpc.RespondResult
-		err := c.Call(ctx, rpc.MethodClarifyRespond, params, &r)
+		var r protocol.RespondResult
+		err := c.Call(ctx, protocol.MethodClarifyRespond, params, &r)
 		return respondDoneMsg{promptID: pid, what: "answer", r: r, err: err}
 	})
 }
@@ -604,7 +605,7 @@ func clarifyAnswer(q clarifyQuestion, text string) any {
 // --- state from the daemon -------------------------------------------------
 
 // adopt takes the authoritative state of a snapshot.
-func (m *tuiModel) adopt(snap rpc.Snapshot) {
+func (m *tuiModel) adopt(snap protocol.Snapshot) {
 	m.pending = nil
 	for _, r := range snap.Pending {
 		m.seenAdm[r.AdmissionID] = true
@@ -617,7 +618,7 @@ func (m *tuiModel) adopt(snap rpc.Snapshot) {
 	if snap.Running != nil {
 		m.running, m.runningGen = *snap.Running, snap.ExecutionGeneration
 	}
-	m.prompts = append([]rpc.Prompt(nil), snap.Prompts...)
+	m.prompts = append([]protocol.Prompt(nil), snap.Prompts...)
 	m.syncClarify()
 	m.stream, m.tools = "", nil
 	for _, r := range m.pending {
@@ -646,7 +647,7 @@ func (m *tuiModel) resumed(msg resumedMsg) tea.Cmd {
 	return m.sendOutbox()
 }
 
-func (m *tuiModel) tellUnknown(r rpc.Receipt) {
+func (m *tuiModel) tellUnknown(r protocol.Receipt) {
 	if m.toldUnknown[r.AdmissionID] {
 		return
 	}
@@ -654,7 +655,7 @@ func (m *tuiModel) tellUnknown(r rpc.Receipt) {
 	m.print(m.st.red(fmt.Sprintf("! input #%d is unknown: the daemon stopped while it ran; it holds the queue until an operator runs: %s", r.Seq, m.l.app.cmdline("resolve", m.sessionID, r.AdmissionID))))
 }
 
-func (m *tuiModel) upsertPending(r rpc.Receipt) {
+func (m *tuiModel) upsertPending(r protocol.Receipt) {
 	for i := range m.pending {
 		if m.pending[i].AdmissionID == r.AdmissionID {
 			if r.Text == "" {
@@ -672,7 +673,7 @@ func (m *tuiModel) upsertPending(r rpc.Receipt) {
 			break
 		}
 	}
-	m.pending = append(m.pending, rpc.Receipt{})
+	m.pending = append(m.pending, protocol.Receipt{})
 	copy(m.pending[at+1:], m.pending[at:])
 	m.pending[at] = r
 }
@@ -686,7 +687,7 @@ func (m *tuiModel) removePending(id string) {
 	}
 }
 
-func (m *tuiModel) textOf(r rpc.Receipt) string {
+func (m *tuiModel) textOf(r protocol.Receipt) string {
 	if t := m.texts[r.AdmissionID]; t != "" {
 		return t
 	}
@@ -699,10 +700,10 @@ func (m *tuiModel) textOf(r rpc.Receipt) string {
 	return "(input " + r.InputID + ")"
 }
 
-func (m *tuiModel) apply(ev rpc.Event) {
+func (m *tuiModel) apply(ev protocol.Event) {
 	switch ev.Type {
 	case "admission.updated":
-		var r rpc.Receipt
+		var r protocol.Receipt
 		if json.Unmarshal(ev.Payload, &r) != nil {
 			return
 		}
@@ -731,8 +732,8 @@ func (m *tuiModel) apply(ev rpc.Event) {
 		}
 	case "turn.started":
 		var p struct {
-			Text   string      `json:"text"`
-			Sender *rpc.Sender `json:"sender"`
+			Text   string           `json:"text"`
+			Sender *protocol.Sender `json:"sender"`
 		}
 		json.Unmarshal(ev.Payload, &p)
 		if p.Sender == nil {
@@ -756,7 +757,7 @@ func (m *tuiModel) apply(ev rpc.Event) {
 		m.stream += p.Text
 	case "message.completed":
 		var p struct {
-			Message rpc.Message `json:"message"`
+			Message protocol.Message `json:"message"`
 		}
 		json.Unmarshal(ev.Payload, &p)
 		m.stream = ""
@@ -821,7 +822,7 @@ func (m *tuiModel) apply(ev rpc.Event) {
 		}
 	case "prompt.opened":
 		var p struct {
-			Prompt rpc.Prompt `json:"prompt"`
+			Prompt protocol.Prompt `json:"prompt"`
 		}
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			return
@@ -912,7 +913,7 @@ func (m *tuiModel) rememberCalls(raw json.RawMessage) []toolCall {
 	return calls
 }
 
-func (m *tuiModel) printTranscript(msgs []rpc.Message) {
+func (m *tuiModel) printTranscript(msgs []protocol.Message) {
 	start := 0
 	if m.history > 0 && len(msgs) > m.history {
 		start = len(msgs) - m.history
@@ -957,7 +958,7 @@ func (m *tuiModel) printTranscript(msgs []rpc.Message) {
 	}
 }
 
-func (m *tuiModel) collectCalls(msgs []rpc.Message) []toolCall {
+func (m *tuiModel) collectCalls(msgs []protocol.Message) []toolCall {
 	var out []toolCall
 	for _, msg := range msgs {
 		var calls []toolCall

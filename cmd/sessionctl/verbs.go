@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -39,8 +40,8 @@ command line that decides on it, ready to paste.`,
 			return err
 		}
 		defer c.Close()
-		var info rpc.DaemonInfo
-		if err := a.callOn(ctx, c, rpc.MethodDaemonInfo, nil, &info); err != nil {
+		var info protocol.DaemonInfo
+		if err := a.callOn(ctx, c, protocol.MethodDaemonInfo, nil, &info); err != nil {
 			return err
 		}
 		held := []heldSession{}
@@ -51,7 +52,7 @@ command line that decides on it, ready to paste.`,
 		}
 		if a.jsonOut {
 			return a.printJSON(struct {
-				rpc.DaemonInfo
+				protocol.DaemonInfo
 				URL  string        `json:"url"`
 				Held []heldSession `json:"held"`
 			}{info, d.URL, held})
@@ -118,15 +119,15 @@ or idle.`,
 			return err
 		}
 		defer c.Close()
-		all := rpc.SessionList{Sessions: []rpc.SessionSummary{}}
+		all := protocol.SessionList{Sessions: []protocol.SessionSummary{}}
 		cursor := ""
 		for {
 			page := 500
 			if limit > 0 {
 				page = min(500, limit-len(all.Sessions))
 			}
-			var l rpc.SessionList
-			if err := a.callOn(ctx, c, rpc.MethodSessionList, rpc.SessionListParams{Limit: page, Cursor: cursor}, &l); err != nil {
+			var l protocol.SessionList
+			if err := a.callOn(ctx, c, protocol.MethodSessionList, protocol.SessionListParams{Limit: page, Cursor: cursor}, &l); err != nil {
 				return err
 			}
 			all.Sessions = append(all.Sessions, l.Sessions...)
@@ -160,7 +161,7 @@ or idle.`,
 // sessionState is the STATE column of sessions, from session.list's
 // counts; only a queued session is looked up (session.resume), for why its
 // inputs wait.
-func (a *app) sessionState(ctx context.Context, c *rpc.Client, s rpc.SessionSummary) (string, error) {
+func (a *app) sessionState(ctx context.Context, c *rpc.Client, s protocol.SessionSummary) (string, error) {
 	switch {
 	case s.UnknownCount > 0:
 		return "held (unknown)", nil
@@ -171,9 +172,9 @@ func (a *app) sessionState(ctx context.Context, c *rpc.Client, s rpc.SessionSumm
 	case s.PendingCount == 0:
 		return "idle", nil
 	}
-	var snap rpc.Snapshot
-	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: s.SessionID}, &snap); err != nil {
-		if errors.Is(err, rpc.ErrNotFound) {
+	var snap protocol.Snapshot
+	if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: s.SessionID}, &snap); err != nil {
+		if errors.Is(err, protocol.ErrNotFound) {
 			return "gone", nil
 		}
 		return "", err
@@ -196,7 +197,7 @@ func (a *app) sessionState(ctx context.Context, c *rpc.Client, s rpc.SessionSumm
 }
 
 // firstUnknown is the first admission of pending left unknown by a crash.
-func firstUnknown(pending []rpc.Receipt) *rpc.Receipt {
+func firstUnknown(pending []protocol.Receipt) *protocol.Receipt {
 	for i := range pending {
 		if pending[i].Status == "unknown" {
 			return &pending[i]
@@ -206,7 +207,7 @@ func firstUnknown(pending []rpc.Receipt) *rpc.Receipt {
 }
 
 func (a *app) newCommand() *cobra.Command {
-	var p rpc.SessionCreateParams
+	var p protocol.SessionCreateParams
 	var toolsets string
 	cmd := &cobra.Command{
 		Use:   "new",
@@ -256,8 +257,8 @@ config.yaml. --cwd defaults to the current directory.`,
 			p.Toolsets = &ts
 		}
 		p.Source = "cli"
-		var snap rpc.Snapshot
-		if err := a.call(ctx, rpc.MethodSessionCreate, p, &snap); err != nil {
+		var snap protocol.Snapshot
+		if err := a.call(ctx, protocol.MethodSessionCreate, p, &snap); err != nil {
 			return err
 		}
 		if a.jsonOut {
@@ -271,11 +272,11 @@ config.yaml. --cwd defaults to the current directory.`,
 
 // pendingView is the JSON of `pending --json`.
 type pendingView struct {
-	SessionID           string        `json:"session_id"`
-	ExecutionGeneration int64         `json:"execution_generation"`
-	Running             *string       `json:"running"`
-	Pending             []rpc.Receipt `json:"pending"`
-	Prompts             []rpc.Prompt  `json:"prompts"`
+	SessionID           string             `json:"session_id"`
+	ExecutionGeneration int64              `json:"execution_generation"`
+	Running             *string            `json:"running"`
+	Pending             []protocol.Receipt `json:"pending"`
+	Prompts             []protocol.Prompt  `json:"prompts"`
 }
 
 func (a *app) pendingCommand() *cobra.Command {
@@ -309,7 +310,7 @@ ids (for approve and answer).`,
 			for _, r := range snap.Pending {
 				status := r.Status
 				if r.Reason != "" {
-					status += " (" + rpc.AdmissionStatus(r.Reason) + ")"
+					status += " (" + protocol.AdmissionStatus(r.Reason) + ")"
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, senderName(r.Sender), clip(oneLine(r.Text), 50))
 			}
@@ -337,9 +338,9 @@ ids (for approve and answer).`,
 }
 
 // snapshot connects and resumes sessionID once.
-func (a *app) snapshot(ctx context.Context, sessionID string) (rpc.Snapshot, error) {
-	var snap rpc.Snapshot
-	err := a.call(ctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap)
+func (a *app) snapshot(ctx context.Context, sessionID string) (protocol.Snapshot, error) {
+	var snap protocol.Snapshot
+	err := a.call(ctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: sessionID}, &snap)
 	return snap, err
 }
 
@@ -370,11 +371,11 @@ for confirmation on stdin, unless --yes.`,
 			return err
 		}
 		defer c.Close()
-		var snap rpc.Snapshot
-		if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap); err != nil {
+		var snap protocol.Snapshot
+		if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: sessionID}, &snap); err != nil {
 			return err
 		}
-		var adm *rpc.Receipt
+		var adm *protocol.Receipt
 		for i := range snap.Pending {
 			if snap.Pending[i].AdmissionID == admissionID {
 				adm = &snap.Pending[i]
@@ -386,9 +387,9 @@ for confirmation on stdin, unless --yes.`,
 				// Not pending: let the daemon say whether it does not
 				// exist (not_found, exit 4) or is settled already. A
 				// generation of 0 never resolves anything.
-				var r rpc.Receipt
-				err := a.callOn(ctx, c, rpc.MethodResolveUnknown, rpc.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
-				if err == nil || errors.Is(err, rpc.ErrStaleGeneration) {
+				var r protocol.Receipt
+				err := a.callOn(ctx, c, protocol.MethodResolveUnknown, protocol.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
+				if err == nil || errors.Is(err, protocol.ErrStaleGeneration) {
 					return fail(exitFailed, "admission %s is not pending in session %s: it is settled already; nothing to resolve (see sessionctl pending %s)", admissionID, sessionID, sessionID)
 				}
 				return err
@@ -414,9 +415,9 @@ for confirmation on stdin, unless --yes.`,
 				return fail(exitFailed, "not resolved (answer y to resolve, or pass --yes)")
 			}
 		}
-		var r rpc.Receipt
-		err = a.callOn(ctx, c, rpc.MethodResolveUnknown, rpc.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
-		if errors.Is(err, rpc.ErrStaleGeneration) {
+		var r protocol.Receipt
+		err = a.callOn(ctx, c, protocol.MethodResolveUnknown, protocol.ResolveUnknownParams{SessionID: sessionID, AdmissionID: admissionID, ExecutionGeneration: &gen}, &r)
+		if errors.Is(err, protocol.ErrStaleGeneration) {
 			if adm != nil && adm.Status == "unknown" && adm.ExecutionGeneration != nil && *adm.ExecutionGeneration != gen {
 				return fail(exitFailed, "admission %s is unknown with generation %d, not %d: nothing resolved (omit --generation to use its own)", admissionID, *adm.ExecutionGeneration, gen)
 			}
@@ -448,12 +449,12 @@ unknown one (use resolve).`,
 	a.addJSONFlag(cmd)
 	a.addTimeoutFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
-		var r rpc.Receipt
-		err := a.call(ctx, rpc.MethodPromptCancel, rpc.AdmissionRef{SessionID: args[0], AdmissionID: args[1]}, &r)
+		var r protocol.Receipt
+		err := a.call(ctx, protocol.MethodPromptCancel, protocol.AdmissionRef{SessionID: args[0], AdmissionID: args[1]}, &r)
 		switch {
-		case errors.Is(err, rpc.ErrNotQueued):
+		case errors.Is(err, protocol.ErrNotQueued):
 			return fail(exitFailed, "admission %s is no longer queued (a running turn: %s)", args[1], a.cmdline("interrupt", args[0]))
-		case errors.Is(err, rpc.ErrUnknownExecution):
+		case errors.Is(err, protocol.ErrUnknownExecution):
 			return fail(exitFailed, "admission %s is unknown after a daemon crash; decide with: %s", args[1], a.cmdline("resolve", args[0], args[1]))
 		case err != nil:
 			return err
@@ -486,7 +487,7 @@ interrupted: interrupt names it, and resolve settles it.`,
 	a.addJSONFlag(cmd)
 	a.addTimeoutFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
-		p := rpc.InterruptParams{SessionID: args[0]}
+		p := protocol.InterruptParams{SessionID: args[0]}
 		if cmd.Flags().Changed("generation") {
 			p.ExecutionGeneration = &gen
 		}
@@ -495,8 +496,8 @@ interrupted: interrupt names it, and resolve settles it.`,
 			return err
 		}
 		defer c.Close()
-		var r rpc.InterruptResult
-		if err := a.callOn(ctx, c, rpc.MethodInterrupt, p, &r); err != nil {
+		var r protocol.InterruptResult
+		if err := a.callOn(ctx, c, protocol.MethodInterrupt, p, &r); err != nil {
 			return err
 		}
 		if a.jsonOut {
@@ -505,8 +506,8 @@ interrupted: interrupt names it, and resolve settles it.`,
 		if r.Interrupted == nil {
 			// A session held by an unknown admission runs nothing, but it
 			// is not free either: say how to release it.
-			var snap rpc.Snapshot
-			if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: p.SessionID}, &snap); err != nil {
+			var snap protocol.Snapshot
+			if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: p.SessionID}, &snap); err != nil {
 				return err
 			}
 			if u := firstUnknown(snap.Pending); u != nil {
@@ -526,9 +527,9 @@ interrupted: interrupt names it, and resolve settles it.`,
 // returns its generation (or the session's live generation when the
 // prompt is not open, so the daemon says why: not_found, stale or
 // already_resolved).
-func (a *app) livePrompt(ctx context.Context, c *rpc.Client, sessionID, promptID string) (int64, *rpc.Prompt, error) {
-	var snap rpc.Snapshot
-	if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: sessionID}, &snap); err != nil {
+func (a *app) livePrompt(ctx context.Context, c *rpc.Client, sessionID, promptID string) (int64, *protocol.Prompt, error) {
+	var snap protocol.Snapshot
+	if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: sessionID}, &snap); err != nil {
 		return 0, nil, err
 	}
 	for i, p := range snap.Prompts {
@@ -539,8 +540,8 @@ func (a *app) livePrompt(ctx context.Context, c *rpc.Client, sessionID, promptID
 	return snap.ExecutionGeneration, nil, nil
 }
 
-func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, genSet bool) (rpc.RespondResult, error) {
-	var r rpc.RespondResult
+func (a *app) respond(ctx context.Context, method string, p protocol.RespondParams, genSet bool) (protocol.RespondResult, error) {
+	var r protocol.RespondResult
 	c, _, err := a.connect(ctx, rpc.DialOptions{})
 	if err != nil {
 		return r, err
@@ -559,7 +560,7 @@ func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, g
 		p.ExecutionGeneration = &gen
 	}
 	err = a.callOn(ctx, c, method, p, &r)
-	if errors.Is(err, rpc.ErrStaleGeneration) {
+	if errors.Is(err, protocol.ErrStaleGeneration) {
 		return r, fail(exitFailed, "prompt %s is no longer answerable: its turn ended, was interrupted, or the daemon restarted (%v)", p.PromptID, err)
 	}
 	return r, err
@@ -567,11 +568,11 @@ func (a *app) respond(ctx context.Context, method string, p rpc.RespondParams, g
 
 // wrongVerb explains an approve on a clarify prompt, or an answer on an
 // approval ("" when the verb fits the prompt).
-func (a *app) wrongVerb(method, sessionID string, p rpc.Prompt) string {
+func (a *app) wrongVerb(method, sessionID string, p protocol.Prompt) string {
 	switch {
-	case method == rpc.MethodApprovalRespond && p.Kind == "clarify":
+	case method == protocol.MethodApprovalRespond && p.Kind == "clarify":
 		return fmt.Sprintf("prompt %s is a clarify question, not an approval; answer it with `%s`", p.PromptID, a.cmdline("answer", sessionID, p.PromptID, "TEXT..."))
-	case method == rpc.MethodClarifyRespond && p.Kind == "approval":
+	case method == protocol.MethodClarifyRespond && p.Kind == "approval":
 		return fmt.Sprintf("prompt %s is an approval, not a clarify question; answer it with `%s`", p.PromptID, a.cmdline("approve", sessionID, p.PromptID, "--choice", "once|session|always|deny"))
 	}
 	return ""
@@ -606,8 +607,8 @@ wins: a second one reports that the prompt was already answered.`,
 		default:
 			return usageError("--choice must be once, session, always or deny, not %q", choice)
 		}
-		p := rpc.RespondParams{SessionID: args[0], PromptID: args[1], Choice: rpc.Choice(choice), ExecutionGeneration: &gen}
-		r, err := a.respond(ctx, rpc.MethodApprovalRespond, p, cmd.Flags().Changed("generation"))
+		p := protocol.RespondParams{SessionID: args[0], PromptID: args[1], Choice: protocol.Choice(choice), ExecutionGeneration: &gen}
+		r, err := a.respond(ctx, protocol.MethodApprovalRespond, p, cmd.Flags().Changed("generation"))
 		if err != nil {
 			return err
 		}
@@ -645,8 +646,8 @@ give a choice by its text ("blue"), not by its number as in attach.`,
 			answer = args[2:]
 		}
 		raw, _ := json.Marshal(answer)
-		p := rpc.RespondParams{SessionID: args[0], PromptID: args[1], Answer: raw, ExecutionGeneration: &gen}
-		r, err := a.respond(ctx, rpc.MethodClarifyRespond, p, cmd.Flags().Changed("generation"))
+		p := protocol.RespondParams{SessionID: args[0], PromptID: args[1], Answer: raw, ExecutionGeneration: &gen}
+		r, err := a.respond(ctx, protocol.MethodClarifyRespond, p, cmd.Flags().Changed("generation"))
 		if err != nil {
 			return err
 		}
@@ -657,7 +658,7 @@ give a choice by its text ("blue"), not by its number as in attach.`,
 
 // printRespond prints an answer's result. An answer that came after the
 // prompt was answered (already_resolved) was not applied: exit 1.
-func (a *app) printRespond(r rpc.RespondResult, what string) error {
+func (a *app) printRespond(r protocol.RespondResult, what string) error {
 	late := r.Status == "already_resolved"
 	if a.jsonOut {
 		if err := a.printJSON(r); err != nil || !late {
@@ -725,17 +726,17 @@ func (a *app) heldSessions(ctx context.Context, c *rpc.Client) ([]heldSession, e
 	held := []heldSession{}
 	cursor := ""
 	for {
-		var l rpc.SessionList
-		if err := a.callOn(ctx, c, rpc.MethodSessionList, rpc.SessionListParams{Limit: 500, Cursor: cursor}, &l); err != nil {
+		var l protocol.SessionList
+		if err := a.callOn(ctx, c, protocol.MethodSessionList, protocol.SessionListParams{Limit: 500, Cursor: cursor}, &l); err != nil {
 			return nil, err
 		}
 		for _, s := range l.Sessions {
 			if s.UnknownCount == 0 {
 				continue
 			}
-			var snap rpc.Snapshot
-			if err := a.callOn(ctx, c, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: s.SessionID}, &snap); err != nil {
-				if errors.Is(err, rpc.ErrNotFound) {
+			var snap protocol.Snapshot
+			if err := a.callOn(ctx, c, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: s.SessionID}, &snap); err != nil {
+				if errors.Is(err, protocol.ErrNotFound) {
 					continue // deleted meanwhile
 				}
 				return nil, err

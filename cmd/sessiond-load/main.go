@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // Exit codes.
@@ -371,8 +371,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf("cannot connect to the daemon at %s: %v", desc.URL, err)
 	}
-	var info rpc.DaemonInfo
-	if err := ctl.Call(ctx, rpc.MethodDaemonInfo, nil, &info); err != nil {
+	var info protocol.DaemonInfo
+	if err := ctl.Call(ctx, protocol.MethodDaemonInfo, nil, &info); err != nil {
 		ctl.Close()
 		return failf("daemon.info: %v", err)
 	}

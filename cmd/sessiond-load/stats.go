@@ -12,6 +12,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -55,7 +56,7 @@ type errKey struct{ method, kind string }
 // designedReasons are the refusals the daemon is designed to answer under
 // load (PROTOCOL.md section 3): a bound was hit, or the daemon is stopping.
 // Every other reason under this tool's workloads is unexpected.
-var designedReasons = map[string]bool{string(rpc.ReasonOverloaded): true, string(rpc.ReasonDraining): true}
+var designedReasons = map[string]bool{string(protocol.ReasonOverloaded): true, string(protocol.ReasonDraining): true}
 
 // designedClose are the WebSocket close statuses that are designed
 // refusals: 1001 daemon stopping, 1008 client too slow, 1013 too many
@@ -113,7 +114,7 @@ func (s *stats) op(method string, due, sent time.Time, err error) {
 		return
 	}
 	m.errs++
-	var re *rpc.Error
+	var re *protocol.Error
 	if errors.As(err, &re) {
 		s.rpcErrs[errKey{method, string(re.Reason)}]++
 		return

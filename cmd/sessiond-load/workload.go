@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/fixtures/fakemodel"
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
 )
 
@@ -50,12 +51,12 @@ func (r *runner) run(ctx context.Context) error {
 // Method names in the report; a duplicate submit has its own row so that
 // prompt.submit's latency is that of new admissions.
 const (
-	mSubmit    = rpc.MethodPromptSubmit
-	mDuplicate = rpc.MethodPromptSubmit + " (duplicate)"
-	mResume    = rpc.MethodSessionResume
-	mCreate    = rpc.MethodSessionCreate
-	mInfo      = rpc.MethodDaemonInfo
-	mList      = rpc.MethodSessionList
+	mSubmit    = protocol.MethodPromptSubmit
+	mDuplicate = protocol.MethodPromptSubmit + " (duplicate)"
+	mResume    = protocol.MethodSessionResume
+	mCreate    = protocol.MethodSessionCreate
+	mInfo      = protocol.MethodDaemonInfo
+	mList      = protocol.MethodSessionList
 	mConnect   = "connect"
 )
 
@@ -63,8 +64,8 @@ const (
 // the daemons.
 func (r *runner) descFor(i int) descriptor { return r.descs[i%len(r.descs)] }
 
-func (r *runner) createParams() rpc.SessionCreateParams {
-	return rpc.SessionCreateParams{Cwd: r.cwd, Model: fakemodel.ModelName, Provider: "custom", BaseURL: r.modelURL,
+func (r *runner) createParams() protocol.SessionCreateParams {
+	return protocol.SessionCreateParams{Cwd: r.cwd, Model: fakemodel.ModelName, Provider: "custom", BaseURL: r.modelURL,
 		Title: "sessiond-load", Source: "load"}
 }
 
@@ -119,7 +120,7 @@ func (r *runner) createSessions(ctx context.Context, n int) ([]string, error) {
 				}
 				t0 := time.Now()
 				cctx, ccancel := r.callCtx(ctx)
-				err := c.Call(cctx, rpc.MethodSessionCreate, r.createParams(), &snap)
+				err := c.Call(cctx, protocol.MethodSessionCreate, r.createParams(), &snap)
 				ccancel()
 				if err != nil {
 					fail(fmt.Errorf("session.create: %w", err))
@@ -330,17 +331,17 @@ func (c *client) addSession(id string) *sess {
 
 // onNote handles a notification on the connection's reading goroutine.
 func (c *client) onNote(n rpc.Notification) {
-	if n.Method != rpc.NotifySessionEvent {
+	if n.Method != protocol.NotifySessionEvent {
 		return
 	}
-	var ev rpc.Event
+	var ev protocol.Event
 	if json.Unmarshal(n.Params, &ev) == nil {
 		c.onEvent(ev)
 	}
 }
 
 // onEvent tracks the last seq per session and ends this client's turns.
-func (c *client) onEvent(ev rpc.Event) {
+func (c *client) onEvent(ev protocol.Event) {
 	c.mu.Lock()
 	if s := c.byID[ev.SessionID]; s != nil && ev.Seq != nil && *ev.Seq > s.lastSeq {
 		s.lastSeq = *ev.Seq
@@ -420,11 +421,11 @@ func (c *client) resume(ctx context.Context, conn *rpc.Client, s *sess) (snapsho
 	after := s.lastSeq
 	c.mu.Unlock()
 	var snap struct {
-		LastSeq          int64       `json:"last_seq"`
-		SnapshotRequired bool        `json:"snapshot_required"`
-		Events           []rpc.Event `json:"events"`
+		LastSeq          int64            `json:"last_seq"`
+		SnapshotRequired bool             `json:"snapshot_required"`
+		Events           []protocol.Event `json:"events"`
 	}
-	if err := conn.Call(ctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: s.id, AfterSeq: &after}, &snap); err != nil {
+	if err := conn.Call(ctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: s.id, AfterSeq: &after}, &snap); err != nil {
 		return false, err
 	}
 	for _, ev := range snap.Events {
@@ -482,9 +483,9 @@ func (c *client) do(ctx context.Context, op string, due time.Time) {
 			c.submit(ctx, cctx, conn, s, due)
 			return
 		}
-		var rec rpc.Receipt
+		var rec protocol.Receipt
 		sent := time.Now()
-		err := conn.Call(cctx, rpc.MethodPromptSubmit, rpc.SubmitParams{SessionID: s.id, InputID: input, Text: text}, &rec)
+		err := conn.Call(cctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: s.id, InputID: input, Text: text}, &rec)
 		if ignorable(ctx, err) {
 			return
 		}
@@ -509,7 +510,7 @@ func (c *client) do(ctx context.Context, op string, due time.Time) {
 			SessionID string `json:"session_id"`
 		}
 		sent := time.Now()
-		err := conn.Call(cctx, rpc.MethodSessionCreate, c.r.createParams(), &snap)
+		err := conn.Call(cctx, protocol.MethodSessionCreate, c.r.createParams(), &snap)
 		if ignorable(ctx, err) {
 			return
 		}
@@ -521,13 +522,13 @@ func (c *client) do(ctx context.Context, op string, due time.Time) {
 		}
 	case "info":
 		sent := time.Now()
-		err := conn.Call(cctx, rpc.MethodDaemonInfo, nil, nil)
+		err := conn.Call(cctx, protocol.MethodDaemonInfo, nil, nil)
 		if !ignorable(ctx, err) {
 			st.op(mInfo, due, sent, err)
 		}
 	case "list":
 		sent := time.Now()
-		err := conn.Call(cctx, rpc.MethodSessionList, rpc.SessionListParams{Limit: 50}, nil)
+		err := conn.Call(cctx, protocol.MethodSessionList, protocol.SessionListParams{Limit: 50}, nil)
 		if !ignorable(ctx, err) {
 			st.op(mList, due, sent, err)
 		}
@@ -544,9 +545,9 @@ func (c *client) submit(ctx, cctx context.Context, conn *rpc.Client, s *sess, du
 	if rand.Float64() < c.r.o.tools {
 		text = toolPrefix + text
 	}
-	var rec rpc.Receipt
+	var rec protocol.Receipt
 	sent := time.Now()
-	err := conn.Call(cctx, rpc.MethodPromptSubmit, rpc.SubmitParams{SessionID: s.id, InputID: input, Text: text}, &rec)
+	err := conn.Call(cctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: s.id, InputID: input, Text: text}, &rec)
 	if ignorable(ctx, err) {
 		return
 	}
@@ -664,10 +665,10 @@ func (r *runner) idle(ctx context.Context) error {
 		defer cancel()
 		due = time.Now()
 		if len(ids) > 0 {
-			err = c.Call(cctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: ids[i%len(ids)]}, nil)
+			err = c.Call(cctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: ids[i%len(ids)]}, nil)
 			r.st.op(mResume, due, due, err)
 		} else {
-			err = c.Call(cctx, rpc.MethodDaemonInfo, nil, nil)
+			err = c.Call(cctx, protocol.MethodDaemonInfo, nil, nil)
 			r.st.op(mInfo, due, due, err)
 		}
 		if err != nil {
@@ -707,7 +708,7 @@ func (r *runner) idle(ctx context.Context) error {
 		cctx, cancel := r.callCtx(ctx)
 		defer cancel()
 		due := time.Now()
-		err := c.Call(cctx, rpc.MethodDaemonInfo, nil, nil)
+		err := c.Call(cctx, protocol.MethodDaemonInfo, nil, nil)
 		r.st.op(mInfo+" (after the hold)", due, due, err)
 		if err == nil {
 			alive.Add(1)
@@ -764,7 +765,7 @@ func (r *runner) resumeMode(ctx context.Context) error {
 				LastSeq int64 `json:"last_seq"`
 			}
 			sent := time.Now()
-			err := c.Call(cctx, rpc.MethodSessionResume, rpc.ResumeParams{SessionID: ids[rand.IntN(len(ids))]}, &snap)
+			err := c.Call(cctx, protocol.MethodSessionResume, protocol.ResumeParams{SessionID: ids[rand.IntN(len(ids))]}, &snap)
 			if !ignorable(ctx, err) {
 				r.st.op(mResume, due, sent, err)
 			}
