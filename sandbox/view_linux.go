@@ -524,7 +524,7 @@ func freezeRepos(pl *plan) error {
 // most this many directories in all.
 const (
 	repoSearchDepth = 2
-	repoSearchDirs  = 1024
+	repoSearchDirs  = 256
 )
 
 // findRepos returns the .git directories of the writable locations and of
