@@ -111,6 +111,10 @@ const (
 	KeyInlineCode             Key = "inline-code"
 	KeyExecOption             Key = "exec-option"
 	KeyScriptWritten          Key = "script-written"
+	KeyChmodSetuid            Key = "chmod-setuid"
+	KeyPermsLockout           Key = "perms-lockout"
+	KeyRawDeviceRead          Key = "raw-device-read"
+	KeyUserService            Key = "user-service"
 )
 
 // catalogue is the policy, grouped by family as docs/risk-rules.md shows it.
@@ -150,6 +154,10 @@ var catalogue = []Rule{
 		Examples: []string{"chown -R me src"}},
 	{Key: KeyPermsHome, Risk: RiskDangerous, Doc: "Changes permissions or ownership of the home directory, its dot-directories (~/.ssh, ~/.config) or a system directory.",
 		Examples: []string{"chmod 000 ~", "chown nobody ~/.ssh/authorized_keys", "chmod 700 /etc"}},
+	{Key: KeyChmodSetuid, Risk: RiskDangerous, Doc: "Sets the setuid or setgid bit (chmod u+s, g+s, +s, 4755, 2755; install -m 4755), so that the file runs as its owner or group for whoever starts it.",
+		Examples: []string{"chmod u+s sh", "chmod 4755 ./bash", "chmod g+s dir"}},
+	{Key: KeyPermsLockout, Risk: RiskDangerous, Doc: "Takes every permission of its owner from a path outside the working directory (chmod 000 /abs/path, chmod a-rwx ..), which hides it from the programs that check it, the daemon's sandbox among them.",
+		Examples: []string{"chmod 000 /abs/path", "chmod 000 /tmp/sessiond-1000", "chmod a-rwx .."}},
 
 	// Version control.
 	{Key: KeyGitResetHard, Risk: RiskDangerous, Doc: "Discards uncommitted changes (git reset --hard).",
@@ -220,10 +228,14 @@ var catalogue = []Rule{
 		Examples: []string{"wipefs -a /dev/sdb", "parted /dev/sdb mklabel gpt"}},
 	{Key: KeyResourceExhaustion, Risk: RiskDangerous, Doc: "Can exhaust the machine: loops that start background jobs forever, unbounded parallelism (xargs -P0), huge files (fallocate -l 50G), stress tools.",
 		Examples: []string{"while true; do sleep 1 & done", "yes | xargs -P0 -n1 true", "fallocate -l 50G big"}},
+	{Key: KeyRawDeviceRead, Risk: RiskDangerous, Doc: "Reads or edits a filesystem through its raw device or image (debugfs, xfs_db, …; cat, dd if=, strings of a block device), which bypasses file permissions and the mounts that hide paths.",
+		Examples: []string{"debugfs -R 'cat /x' /dev/sda1", "dd if=/dev/nvme0n1 of=disk.img"}},
 
 	// System services and state.
 	{Key: KeySystemState, Risk: RiskDangerous, Doc: "Changes system state outside the workspace: services (systemctl start/stop/enable, service), mounts, firewall rules (iptables, nft, ufw), network links and routes (ip link/addr/route), kernel modules and parameters, users; and containers run with the host's root, home or system directories mounted or with its privileges.",
 		Examples: []string{"systemctl stop nginx", "mount /dev/sdb1 /mnt", "iptables -F", "ip link set eth0 down"}},
+	{Key: KeyUserService, Risk: RiskDangerous, Doc: "Talks to a service of the user's that runs commands outside this command and its sandbox: tmux and screen servers (new-window, send-keys, run-shell, formats with #(…)), the D-Bus buses (dbus-send, busctl call, gdbus call), Unix sockets named to curl --unix-socket or nc -U, editors' and terminals' remote control (nvim --remote-send, kitty @, wezterm cli), docker and podman pointed at a socket (-H unix://, DOCKER_HOST).",
+		Examples: []string{"tmux new-window -d 'id'", "screen -X stuff 'id\\n'", "busctl --user call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager StartTransientUnit", "curl --unix-socket /var/run/docker.sock http://d/containers/json"}},
 	{Key: KeyPackageRemove, Risk: RiskDangerous, Doc: "Removes system packages (apt remove/purge, dpkg -r, dnf remove, pacman -R, …).",
 		Examples: []string{"apt-get remove -y nginx", "pacman -Rns foo"}},
 	{Key: KeyCrontabRemove, Risk: RiskDangerous, Doc: "Removes the crontab.",

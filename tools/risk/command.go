@@ -134,6 +134,7 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 		a(c, name, args, cx)
 	}
 	c.noteRunner(name)
+	c.rawDevice(name, args, cx)
 
 	if k := interpreterKind(name); k != "" && k != "shell" {
 		c.interpreter(name, args, cx)
@@ -321,6 +322,10 @@ func (c *classifier) envAssign(name string, v arg) {
 				}
 			}
 		}
+		return
+	}
+	if (name == "DOCKER_HOST" || name == "CONTAINER_HOST") && strings.HasPrefix(v.s, "unix://") {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("points container clients at the service behind a named socket (%s=%s)", name, v.s))
 		return
 	}
 	if envPrograms[name] || strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {

@@ -452,6 +452,9 @@ func (c *classifier) makeCmd(args []arg) {
 // editorLike classifies vim, emacs, gdb and PowerShell, which take
 // commands of their own language in options.
 func (c *classifier) editorLike(name string, args []arg) {
+	if vimNames[name] {
+		c.editorRemote(name, args)
+	}
 	inline := func(why string) {
 		c.add(RiskDangerous, KeyInlineCode, fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
 	}
@@ -540,7 +543,14 @@ var tmuxShellCommands = map[string]string{
 }
 
 // tmux and screen start shells and windows that run a command string.
+//
+// Both talk to the user's server, which runs what it is asked outside the
+// command and its sandbox: every tmux or screen command but the ones that
+// only print a version or list sessions is user-service.
 func (c *classifier) tmux(name string, args []arg) {
+	if !tmuxLocal(name, args) {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to the user's %s server, which runs commands outside this command (%s)", name, joinArgs(args)))
+	}
 	if name == "screen" {
 		// screen [options] [cmd [args]]: the first operand starts a command;
 		// screen -X stuff TEXT types TEXT into a running session.
@@ -589,6 +599,22 @@ func (c *classifier) tmux(name string, args []arg) {
 		}
 		rest = rest[end+1:]
 	}
+}
+
+// tmuxLocal reports whether a tmux or screen command stays in the client:
+// tmux -V; screen -v, -ls, -list, -h.
+func tmuxLocal(name string, args []arg) bool {
+	if len(args) != 1 {
+		return false
+	}
+	if name == "tmux" {
+		return args[0].s == "-V"
+	}
+	switch args[0].s {
+	case "-v", "-ls", "-list", "--version", "-h", "--help":
+		return true
+	}
+	return false
 }
 
 // parallel runs its command (a shell string) once per argument.

@@ -9,7 +9,8 @@ var (
 	curlSpec = optSpec{shortArg: "AbcdDeEFHKmoPQrTuUwxXyYz", longArg: []string{"output", "output-dir", "data", "data-raw",
 		"data-binary", "data-urlencode", "form", "header", "request", "user-agent", "referer", "user", "proxy",
 		"upload-file", "range", "write-out", "config", "cookie", "cookie-jar", "dump-header", "max-time",
-		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file"}}
+		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file", "unix-socket",
+		"abstract-unix-socket"}}
 	wgetSpec = optSpec{shortArg: "aABDeiIlOoPQRtTUwX", longArg: []string{"output-document", "output-file",
 		"append-output", "directory-prefix", "tries", "timeout", "user-agent", "execute", "input-file", "wait",
 		"quota", "level", "accept", "reject", "domains", "header", "user", "password", "post-data", "post-file",
@@ -29,6 +30,10 @@ func (c *classifier) copyDest(name string, args []arg) {
 	}
 	o, ops := parseAll(args, sp)
 	switch name {
+	case "install":
+		if m, ok := o.get("m", "--mode"); ok {
+			c.setuidMode("install -m", m)
+		}
 	case "rsync":
 		if sh, ok := o.get("e", "--rsh"); ok {
 			c.execOption(sh, "rsync -e "+sh, sshCmds)
@@ -142,6 +147,11 @@ func curl(c *classifier, name string, args []arg, cx cmdCtx) {
 			urls = append(urls, arg{s: v})
 		}
 	})
+	eachOpt(args, curlSpec, func(k, v string) {
+		if k == "--abstract-unix-socket" || k == "--unix-socket" && c.outsideCwd(v) {
+			c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to a service through its Unix socket, outside this command (curl %s %s)", k, v))
+		}
+	})
 	if loopbackOnly(append(urls, ops...)) {
 		c.optTargets(name, optsOf(args, curlSpec), "o", "--output", "D", "--dump-header", "c", "--cookie-jar")
 		return // the data stays on this machine
@@ -184,6 +194,12 @@ func netcat(c *classifier, name string, args []arg, cx cmdCtx) {
 	o, _ := parseAll(args, optSpec{shortArg: "ecpswiIOqTVXxMmW", longArg: []string{"exec", "sh-exec", "lua-exec", "source-port", "source", "wait", "proxy", "proxy-type"}})
 	if v, ok := o.get("e", "c", "--exec", "--sh-exec", "--lua-exec"); ok {
 		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("gives the other end a program to run (%s -e %s)", name, v))
+	}
+	if _, ops := parseAll(args, optSpec{shortArg: "ecpswiIOqTVXxMmW"}); (o.has("U") || o.has("--unixsock")) && len(ops) > 0 {
+		if !o.has("l", "--listen") && c.outsideCwd(ops[0].s) {
+			c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to a service through its Unix socket, outside this command (%s -U %s)", name, ops[0].s))
+		}
+		return // no network
 	}
 	if netcatLocal(args) {
 		return // talks to this machine
