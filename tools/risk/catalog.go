@@ -111,6 +111,8 @@ const (
 	KeyInlineCode             Key = "inline-code"
 	KeyExecOption             Key = "exec-option"
 	KeyScriptWritten          Key = "script-written"
+	KeyDiskFill               Key = "disk-fill"
+	KeyMoveHomeOrSystem       Key = "move-home-or-system"
 	KeyChmodSetuid            Key = "chmod-setuid"
 	KeyPermsLockout           Key = "perms-lockout"
 	KeyRawDeviceRead          Key = "raw-device-read"
@@ -176,8 +178,8 @@ var catalogue = []Rule{
 		Examples: []string{"git stash clear"}},
 	{Key: KeyGitStashUntracked, Risk: RiskDangerous, Doc: "Moves untracked files out of the working tree into a stash (git stash -u).",
 		Examples: []string{"git stash -u"}},
-	{Key: KeyGitBranchForceDelete, Risk: RiskDangerous, Doc: "Force-deletes or force-moves a branch (git branch -D, -f).",
-		Examples: []string{"git branch -D feature", "git branch -f main HEAD~3"}},
+	{Key: KeyGitBranchForceDelete, Risk: RiskDangerous, Doc: "Force-deletes or force-moves a branch (git branch -D, -f; git checkout -B and git switch -C reset an existing branch).",
+		Examples: []string{"git branch -D feature", "git branch -f main HEAD~3", "git checkout -B main origin/main", "git switch -C main"}},
 	{Key: KeyGitRefRewrite, Risk: RiskDangerous, Doc: "Destroys refs or the reflog (git update-ref -d, git reflog expire/delete, git gc --prune=now, git tag -d, git filter-repo).",
 		Examples: []string{"git update-ref -d refs/heads/main", "git reflog expire --expire=now --all"}},
 	{Key: KeyGitRmRecursive, Risk: RiskDangerous, Doc: "Deletes a tree from the index and the working tree (git rm -r).",
@@ -199,7 +201,9 @@ var catalogue = []Rule{
 	{Key: KeyWritePersistence, Risk: RiskDangerous, Doc: "Writes where later sessions or logins run things: ~/.config/systemd, ~/.config/autostart, ~/.local/bin, ~/bin, launch agents, cron directories.",
 		Examples: []string{"cp svc.service ~/.config/systemd/user/", "ln -s $PWD/tool ~/.local/bin/ls"}},
 	{Key: KeyUnpackHome, Risk: RiskDangerous, Doc: "Unpacks an archive into the home directory or a directory outside the workspace's reach (unzip -d ~, tar -C ~).",
-		Examples: []string{"unzip x.zip -d ~", "tar -xf x.tar -C $HOME"}},
+		Examples: []string{"unzip x.zip -d ~", "tar -xf x.tar -C $HOME", "cpio -idm -D ~ < a.cpio"}},
+	{Key: KeyMoveHomeOrSystem, Risk: RiskDangerous, Doc: "Moves or renames the home directory, one of its dot-directories or a system directory (mv ~ x, mv ~/.ssh x, mv /usr x): what depends on the path breaks, and the move can take a tree out of the places the daemon hides.",
+		Examples: []string{"mv ~ /tmp/x", "mv /usr /tmp/usr", "mv ~/.config old"}},
 	{Key: KeySessiondHome, Risk: RiskDangerous, Doc: "Touches the daemon's home (its token in daemon.json, state.db): reading or writing any path inside it.",
 		Examples: []string{"cat ~/.local/state/sessiond/daemon.json", "ls $SESSIOND_HOME"}},
 	{Key: KeySessiondControl, Risk: RiskDangerous, Doc: "Answers or steers the daemon's own sessions (sessionctl approve, …) or copies or renames its CLI: only a person may approve.",
@@ -228,6 +232,8 @@ var catalogue = []Rule{
 		Examples: []string{"wipefs -a /dev/sdb", "parted /dev/sdb mklabel gpt"}},
 	{Key: KeyResourceExhaustion, Risk: RiskDangerous, Doc: "Can exhaust the machine: loops that start background jobs forever, unbounded parallelism (xargs -P0), huge files (fallocate -l 50G), stress tools.",
 		Examples: []string{"while true; do sleep 1 & done", "yes | xargs -P0 -n1 true", "fallocate -l 50G big"}},
+	{Key: KeyDiskFill, Risk: RiskDangerous, Doc: "Writes an endless or huge stream into a file until the disk is full: yes, cat or tail of /dev/zero or /dev/urandom, head -c of 1G or more, redirected or tee'd to a file.",
+		Examples: []string{"yes > f", "head -c 100G /dev/zero > f", "cat /dev/urandom > big"}},
 	{Key: KeyRawDeviceRead, Risk: RiskDangerous, Doc: "Reads or edits a filesystem through its raw device or image (debugfs, xfs_db, …; cat, dd if=, strings of a block device), which bypasses file permissions and the mounts that hide paths.",
 		Examples: []string{"debugfs -R 'cat /x' /dev/sda1", "dd if=/dev/nvme0n1 of=disk.img"}},
 
@@ -256,12 +262,12 @@ var catalogue = []Rule{
 		Examples: []string{"pkill -f node"}},
 
 	// File contents.
-	{Key: KeyTruncate, Risk: RiskDangerous, Doc: "Destroys file contents (truncate, > file, cp /dev/null file).",
-		Examples: []string{"truncate -s 0 app.log", ": > data.db"}},
+	{Key: KeyTruncate, Risk: RiskDangerous, Doc: "Destroys file contents (truncate, > file, cp /dev/null file, ln -sf /dev/null file, dd of=file with no input).",
+		Examples: []string{"truncate -s 0 app.log", ": > data.db", "ln -sf /dev/null main.go", "dd of=main.go"}},
 	{Key: KeyShred, Risk: RiskDangerous, Doc: "Overwrites files to destroy their contents (shred).",
 		Examples: []string{"shred -u secret.txt"}},
-	{Key: KeySedInPlace, Risk: RiskDangerous, Doc: "sed -i that empties files or edits files outside the working directory.",
-		Examples: []string{"sed -i d notes.txt", "sed -i s/a/b/ /tmp/x"}},
+	{Key: KeySedInPlace, Risk: RiskDangerous, Doc: "sed -i that empties files, erases every line (s/.*//), or edits files outside the working directory.",
+		Examples: []string{"sed -i d notes.txt", "sed -i s/a/b/ /tmp/x", "sed -i 's/.*//' $(git ls-files)"}},
 	{Key: KeyRemoveSourceFiles, Risk: RiskDangerous, Doc: "Deletes the files it copies or archives (rsync --remove-source-files, tar --remove-files, zip -m, mv to /dev/null).",
 		Examples: []string{"tar czf a.tgz src --remove-files"}},
 	{Key: KeyRsyncDelete, Risk: RiskDangerous, Doc: "Deletes files at the rsync destination (--delete and friends).",

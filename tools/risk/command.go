@@ -14,6 +14,7 @@ type cmdCtx struct {
 	stdinFile  *arg // file redirected to its standard input (< f), if any
 	xargs      bool // runs under xargs, with arguments read from its input
 	xargsKnown bool // runs under xargs fed by a static echo whose words are already in its arguments
+	piped      bool // its standard input is a pipe from an earlier stage
 }
 
 func set(words ...string) map[string]bool {

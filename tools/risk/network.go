@@ -2,6 +2,7 @@ package risk
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +51,9 @@ func (c *classifier) copyDest(name string, args []arg) {
 		c.sshProgramOptions(name, args)
 	}
 	if t, ok := o.get("t", "--target-directory"); ok && name != "rsync" && name != "scp" {
+		if name == "mv" {
+			c.moveSources(ops)
+		}
 		c.writeTarget(arg{s: t}, name)
 		return
 	}
@@ -68,14 +72,36 @@ func (c *classifier) copyDest(name string, args []arg) {
 	c.writeTarget(dest, name)
 	switch name {
 	case "mv":
+		c.moveSources(ops[:len(ops)-1])
 		if d, _ := c.abs(dest.s); d == "/dev/null" {
 			c.add(RiskDangerous, KeyRemoveSourceFiles, "moves files into /dev/null, destroying them (mv … /dev/null)")
+		}
+	case "ln":
+		if o.has("f", "--force") && slices.ContainsFunc(ops[:len(ops)-1], func(a arg) bool { return a.s == "/dev/null" }) {
+			c.emptied(dest, "ln -sf /dev/null "+dest.s)
 		}
 	case "cp", "install":
 		for _, src := range ops[:len(ops)-1] {
 			if src.s == "/dev/null" {
 				c.emptied(dest, name+" /dev/null "+dest.s)
 			}
+		}
+	}
+}
+
+// moveSources flags mv of the home directory, one of its dot-entries
+// (~/.ssh, ~/.config) or the root or a system directory (/usr, /etc,
+// /usr/bin, /home/NAME), given as written or after cd.
+func (c *classifier) moveSources(srcs []arg) {
+	for _, s := range srcs {
+		a, ok := c.abs(strings.TrimRight(s.s, "/"))
+		if s.s != "" && strings.TrimRight(s.s, "/") == "" {
+			a, ok = "/", true
+		}
+		rest, inHome := strings.CutPrefix(a, homeDir+"/")
+		if ok && (a == homeDir || inHome && strings.HasPrefix(rest, ".") && !strings.Contains(rest, "/")) || c.criticalAny(s, true) {
+			c.add(RiskDangerous, KeyMoveHomeOrSystem, fmt.Sprintf("moves the home, a dot-directory of it or a system directory (mv %s)", s.s))
+			return
 		}
 	}
 }

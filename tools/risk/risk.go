@@ -20,7 +20,8 @@ const (
 	// writes to ~/.ssh or shell rc files, DROP TABLE, sudo, inline
 	// interpreter code (python -c), commands hidden in options (sed e, tar
 	// --to-command, git -c core.pager=…), scripts written and run by the
-	// same command, unparseable input, command names computed at run
+	// same command, setuid bits, clients of the user's own services
+	// (tmux, D-Bus), unparseable input, command names computed at run
 	// time, ….
 	RiskDangerous Risk = "dangerous"
 	// RiskHardline commands are never run, whatever the approval mode:
@@ -154,7 +155,7 @@ func ClassifyWith(command string, cx Context) (c Classification) {
 
 // classify is ClassifyWith without the panic guard, for the fuzz test.
 func classify(command string, cx Context) Classification {
-	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, protected: []string{defaultHome}}
+	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, piped: map[*syntax.Stmt]bool{}, protected: []string{defaultHome}}
 	home := path.Clean(cx.Home)
 	for _, p := range cx.ProtectedPaths {
 		if !path.IsAbs(p) || path.Clean(p) == "/" {
@@ -199,6 +200,9 @@ type classifier struct {
 	// k >> authorized_keys", "cd .. && cd .. && rm -rf *").
 	dir   shellDir
 	pipes map[*syntax.BinaryCmd]bool // pipelines already analysed as part of a larger one
+	// piped are the statements that read a pipe (every stage of a
+	// pipeline but the first).
+	piped map[*syntax.Stmt]bool
 	// written and ran are files the command line writes and files it runs
 	// as programs or scripts (sh s.sh, ./s.sh, python3 s.py, make -f m);
 	// a file in both is a script written and run by the same command.
@@ -383,6 +387,7 @@ func (c *classifier) scoped(stmts []*syntax.Stmt) {
 func (c *classifier) stmt(s *syntax.Stmt) {
 	var stdin, stdinFile *arg
 	var truncated []arg // files emptied by > before the command runs
+	var outputs []arg   // files the command's output goes to (>, >>, &>)
 	for _, r := range s.Redirs {
 		if r.Word != nil {
 			c.protectedPath(renderString(r.Word))
@@ -411,6 +416,11 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 			t := renderString(r.Word)
 			c.writeTarget(t, "redirection")
 			truncated = append(truncated, t)
+			outputs = append(outputs, t)
+		case syntax.AppOut, syntax.AppAll:
+			t := renderString(r.Word)
+			c.writeTarget(t, "redirection")
+			outputs = append(outputs, t)
 		default:
 			c.writeTarget(renderString(r.Word), "redirection")
 		}
@@ -427,7 +437,10 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 		if !ok {
 			return
 		}
-		r := c.command(renderArgs(call.Args), cmdCtx{stdin: stdin, stdinFile: stdinFile})
+		r := c.command(renderArgs(call.Args), cmdCtx{stdin: stdin, stdinFile: stdinFile, piped: c.piped[s]})
+		if what, ok := endlessStream(r); ok {
+			c.diskFill(what, outputs)
+		}
 		if !producesNothing(r) {
 			return
 		}
@@ -435,6 +448,17 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 	// "> f", ": > f", "true > f", "cat /dev/null > f": the file is emptied.
 	for _, t := range truncated {
 		c.emptied(t, "> "+t.s)
+	}
+}
+
+// diskFill flags an endless stream ([endlessStream]), what, written into
+// one of the files outputs.
+func (c *classifier) diskFill(what string, outputs []arg) {
+	for _, t := range outputs {
+		if norm := c.writePath(t.s); t.s != "" && !strings.HasPrefix(norm, "/dev/") && !strings.HasPrefix(norm, "/proc/") {
+			c.add(RiskDangerous, KeyDiskFill, fmt.Sprintf("writes an endless stream into a file until the disk is full (%s > %s)", what, t.s))
+			return
+		}
 	}
 }
 
@@ -529,6 +553,9 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 	var download bool
 	var prev stage
 	for i, st := range stages {
+		if i > 0 {
+			c.piped[st] = true
+		}
 		info := stageInfo(st)
 		if i > 0 && info.stdinInterp != "" {
 			switch {
@@ -560,6 +587,9 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 				}
 				c.command(args, cmdCtx{xargsKnown: true})
 			}
+		}
+		if i > 0 && prev.endless != "" && len(info.tee) > 0 {
+			c.diskFill(prev.endless+" | tee", info.tee)
 		}
 		if i > 0 && info.netSink != "" {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("pipes local data off the machine (… | %s)", info.netSink))
@@ -613,6 +643,8 @@ type stage struct {
 	xargs       *syntax.CallExpr // the stage is a lone command run by xargs
 	sqlClient   bool             // runs an SQL client, which reads SQL from stdin
 	netSink     string           // runs a network client that sends what it reads (nc, ssh)
+	endless     string           // the stage is a lone command writing an endless stream (yes), for the reason
+	tee         []arg            // the files a lone tee writes
 }
 
 // stageInfo looks at every simple command inside one pipeline stage.
@@ -625,6 +657,10 @@ func stageInfo(s *syntax.Stmt) stage {
 		}
 		if r.xargs {
 			st.xargs = call
+		}
+		st.endless, _ = endlessStream(r)
+		if r.name == "tee" && !r.dynamic {
+			_, st.tee = parseAll(r.args, optSpec{longArg: []string{"output-error"}})
 		}
 	}
 	syntax.Walk(s, func(n syntax.Node) bool {
