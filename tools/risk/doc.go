@@ -25,10 +25,10 @@
 //     interp.go: interpreters and shells; database.go; infra.go;
 //     network.go; process.go; services.go and system.go: services,
 //     packages, devices; perms.go; paths.go; daemonhome.go; exhaust.go;
-//     runners.go; rawdev.go: raw filesystem access; usersvc.go: clients
-//     of the user's own services), registered by command name in a map
-//     (command.go); CLIs that name actions by verbs share one table-driven
-//     matcher (verbs.go);
+//     runners.go; pagers.go: less, man; rawdev.go: raw filesystem access;
+//     usersvc.go: clients of the user's own services), registered by
+//     command name in a map (command.go); CLIs that name actions by verbs
+//     share one table-driven matcher (verbs.go);
 //   - the corpus, testdata/corpus/FAMILY.txt: commands with their expected
 //     risk and rule key, destructive and everyday, which the tests run to
 //     count false negatives (none allowed) and false positives.

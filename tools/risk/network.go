@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 var (
 	curlSpec = optSpec{shortArg: "AbcdDeEFHKmoPQrTuUwxXyYz", longArg: []string{"output", "output-dir", "data", "data-raw",
 		"data-binary", "data-urlencode", "form", "header", "request", "user-agent", "referer", "user", "proxy",
 		"upload-file", "range", "write-out", "config", "cookie", "cookie-jar", "dump-header", "max-time",
-		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file", "unix-socket",
+		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file", "data-ascii", "unix-socket",
 		"abstract-unix-socket"}}
 	wgetSpec = optSpec{shortArg: "aABDeiIlOoPQRtTUwX", longArg: []string{"output-document", "output-file",
 		"append-output", "directory-prefix", "tries", "timeout", "user-agent", "execute", "input-file", "wait",
@@ -133,6 +135,9 @@ func init() {
 		if f, ok := o.get("--post-file", "--body-file"); ok {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends a local file off the machine (wget --post-file %s)", f))
 		}
+		for _, d := range computedData(args, func(k string) bool { return k == "--post-data" || k == "--body-data" }) {
+			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends data computed at run time off the machine (wget %s)", d))
+		}
 	}, "wget")
 	register(httpie, "http", "https", "xh", "xhs")
 	register(netcat, keys(netcats)...)
@@ -182,6 +187,9 @@ func curl(c *classifier, name string, args []arg, cx cmdCtx) {
 		c.optTargets(name, optsOf(args, curlSpec), "o", "--output", "D", "--dump-header", "c", "--cookie-jar")
 		return // the data stays on this machine
 	}
+	for _, d := range computedData(args, curlDataOption) {
+		c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends data computed at run time off the machine (curl %s)", d))
+	}
 	eachOpt(args, curlSpec, func(k, v string) {
 		o[k] = v
 		switch {
@@ -191,9 +199,66 @@ func curl(c *classifier, name string, args []arg, cx cmdCtx) {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends a local file off the machine (curl %s %s)", k, v))
 		case (k == "F" || k == "--form") && (strings.Contains(v, "=@") || strings.Contains(v, "=<")):
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends a local file off the machine (curl -F %s)", v))
+		case k == "K" || k == "--config":
+			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("reads its options, which may upload files, from a file (curl %s %s)", k, v))
 		}
 	})
 	c.optTargets(name, o, "o", "--output", "D", "--dump-header", "c", "--cookie-jar")
+}
+
+// curlDataOption reports whether curl option k (-d, --data-raw, -F, …)
+// takes data to send.
+func curlDataOption(k string) bool {
+	return k == "-d" || k == "-F" || k == "--json" || strings.HasPrefix(k, "--data") || k == "--form" || k == "--form-string"
+}
+
+// computedData returns the data options (as dataOpt tells them by key,
+// "-d" or "--data") whose value holds a command or process substitution,
+// such as curl -d "$(cat .env)": what is sent is read at run time.
+func computedData(args []arg, dataOpt func(key string) bool) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		key, val := a.s, (*arg)(nil)
+		switch {
+		case strings.HasPrefix(a.s, "--"):
+			k, _, hasVal := strings.Cut(a.s, "=")
+			key = k
+			if hasVal {
+				val = &args[i]
+			} else if i+1 < len(args) {
+				val = &args[i+1]
+			}
+		case len(a.s) >= 2 && a.s[0] == '-':
+			key = a.s[:2]
+			if len(a.s) > 2 {
+				val = &args[i]
+			} else if i+1 < len(args) {
+				val = &args[i+1]
+			}
+		default:
+			continue
+		}
+		if dataOpt(key) && val != nil && holdsSubst(val.word) {
+			out = append(out, key+" "+val.s)
+		}
+	}
+	return out
+}
+
+// holdsSubst reports whether w holds a command or process substitution.
+func holdsSubst(w *syntax.Word) bool {
+	found := false
+	if w != nil {
+		syntax.Walk(w, func(n syntax.Node) bool {
+			switch n.(type) {
+			case *syntax.CmdSubst, *syntax.ProcSubst:
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // httpie sends files named with @ (field@file, field=@file, @file).
