@@ -86,7 +86,7 @@ func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 		return r
 	}
 	if strings.Contains(r.word, "/") {
-		c.noteRan(r.word) // ./s.sh; a bare name is looked up in $PATH
+		c.noteShellRan(r.word, true) // ./s.sh; a bare name is looked up in $PATH
 	}
 	cx.xargs = cx.xargs || r.xargs && !cx.xargsKnown
 	c.rules(r.name, r.args, cx)
@@ -135,6 +135,7 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 		a(c, name, args, cx)
 	}
 	c.noteRunner(name)
+	c.noteModuleRuns(name, args)
 	c.rawDevice(name, args, cx)
 
 	if k := interpreterKind(name); k != "" && k != "shell" {

@@ -13,8 +13,9 @@
 //     matched rules with reasons, and Pattern, the keys an approval
 //     remembers. What it cannot analyse (unparseable input, names computed
 //     at run time, inline interpreter code, a file written and run by the
-//     same command, a path inside the daemon's home) is dangerous, never
-//     safe;
+//     same command whose text it cannot see, a path inside the daemon's
+//     home) is dangerous, never safe; a shell script the same command
+//     wrote whole from a literal is rated as its text;
 //   - the policy as data: one table of [Rule] entries (key, risk, doc,
 //     examples, whether approvals may be remembered by key) — [Rules],
 //     [Lookup], [Unanalysable], [Markdown] — which the analyzers report by

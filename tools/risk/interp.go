@@ -298,7 +298,11 @@ func (c *classifier) interpreter(name string, args []arg, cx cmdCtx) {
 		if strings.HasPrefix(p.script.s, "http://") || strings.HasPrefix(p.script.s, "https://") {
 			c.add(RiskDangerous, KeyCurlPipeShell, fmt.Sprintf("runs a downloaded script (%s %s)", name, p.script.s))
 		}
-		c.noteRan(p.script.s)
+		if kind == "shell" {
+			c.noteShellRan(p.script.s, false)
+		} else {
+			c.noteRan(p.script.s)
+		}
 	case p.stdin && kind != "shell":
 		switch {
 		case cx.stdin != nil:
@@ -307,7 +311,7 @@ func (c *classifier) interpreter(name string, args []arg, cx cmdCtx) {
 			c.noteRan(cx.stdinFile.s)
 		}
 	case p.stdin && cx.stdinFile != nil:
-		c.noteRan(cx.stdinFile.s)
+		c.noteShellRan(cx.stdinFile.s, false)
 	}
 }
 
@@ -673,7 +677,7 @@ func init() {
 			case fromStream(ops[0]):
 				c.add(RiskDangerous, KeyPipeToShell, fmt.Sprintf("runs generated commands in a shell (%s %s)", name, ops[0].s))
 			default:
-				c.noteRan(ops[0].s)
+				c.noteShellRan(ops[0].s, false)
 			}
 		}
 	}, "source", ".")
