@@ -240,7 +240,7 @@ var catalogue = []Rule{
 	// System services and state.
 	{Key: KeySystemState, Risk: RiskDangerous, Doc: "Changes system state outside the workspace: services (systemctl start/stop/enable, service), mounts, firewall rules (iptables, nft, ufw), network links and routes (ip link/addr/route), kernel modules and parameters, users; and containers run with the host's root, home or system directories mounted or with its privileges.",
 		Examples: []string{"systemctl stop nginx", "mount /dev/sdb1 /mnt", "iptables -F", "ip link set eth0 down"}},
-	{Key: KeyUserService, Risk: RiskDangerous, Doc: "Talks to a service of the user's that runs commands outside this command and its sandbox: tmux and screen servers (new-window, send-keys, run-shell, formats with #(…)), the D-Bus buses (dbus-send, busctl call, gdbus call), Unix sockets named to curl --unix-socket or nc -U, editors' and terminals' remote control (nvim --remote-send, kitty @, wezterm cli), docker and podman pointed at a socket (-H unix://, DOCKER_HOST).",
+	{Key: KeyUserService, Risk: RiskDangerous, Doc: "Talks to a service of the user's that runs commands outside this command and its sandbox: tmux and screen servers (new-window, send-keys, run-shell, formats with #(…)), the D-Bus buses (dbus-send, busctl call, gdbus call), Unix sockets named to curl --unix-socket or nc -U, editors' and terminals' remote control (nvim --remote-send, emacsclient, kitty @, wezterm cli, zellij, gnome-terminal), the desktop (xdotool, xdg-open), the host of a container (flatpak-spawn --host, host-spawn), docker and podman pointed at a socket (-H unix://, DOCKER_HOST).",
 		Examples: []string{"tmux new-window -d 'id'", "screen -X stuff 'id\\n'", "busctl --user call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager StartTransientUnit", "curl --unix-socket /var/run/docker.sock http://d/containers/json"}},
 	{Key: KeyPackageRemove, Risk: RiskDangerous, Doc: "Removes system packages (apt remove/purge, dpkg -r, dnf remove, pacman -R, …).",
 		Examples: []string{"apt-get remove -y nginx", "pacman -Rns foo"}},
@@ -262,7 +262,7 @@ var catalogue = []Rule{
 		Examples: []string{"pkill -f node"}},
 
 	// File contents.
-	{Key: KeyTruncate, Risk: RiskDangerous, Doc: "Destroys file contents (truncate, > file, cp /dev/null file, ln -sf /dev/null file, dd of=file with no input).",
+	{Key: KeyTruncate, Risk: RiskDangerous, Doc: "Destroys file contents (truncate, > file, cp /dev/null file, ln -sf /dev/null file, dd of=file with no input, fallocate --punch-hole and the other modes that drop or zero ranges).",
 		Examples: []string{"truncate -s 0 app.log", ": > data.db", "ln -sf /dev/null main.go", "dd of=main.go"}},
 	{Key: KeyShred, Risk: RiskDangerous, Doc: "Overwrites files to destroy their contents (shred).",
 		Examples: []string{"shred -u secret.txt"}},

@@ -69,6 +69,9 @@ func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 		name, val, _ := strings.Cut(e.s, "=")
 		c.envAssign(name, arg{s: val})
 	}
+	if r.userService != "" {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("has a service of the user's run the command outside this command (%s)", r.userService))
+	}
 	if r.detached != "" {
 		c.add(RiskDangerous, KeyScheduledCommand, fmt.Sprintf("runs a command in the background, outside this session (%s)", r.detached))
 	}

@@ -26,6 +26,14 @@ func fallocate(c *classifier, name string, args []arg, _ cmdCtx) {
 	if name == "mkfile" && len(ops) > 0 {
 		size, ok = ops[0].s, true
 	}
+	for k := range o {
+		switch k {
+		case "p", "--punch-hole", "c", "--collapse-range", "z", "--zero-range", "i", "--insert-range", "d", "--dig-holes":
+			for _, f := range ops {
+				c.emptied(f, fmt.Sprintf("%s -%s %s", name, strings.TrimLeft(k, "-"), f.s))
+			}
+		}
+	}
 	if n, known := parseSize(size); ok && (!known || n >= hugeBytes) {
 		c.add(RiskDangerous, KeyResourceExhaustion, fmt.Sprintf("allocates a huge file (%s %s)", name, size))
 	}

@@ -456,7 +456,7 @@ func (c *classifier) makeCmd(args []arg) {
 // editorLike classifies vim, emacs, gdb and PowerShell, which take
 // commands of their own language in options.
 func (c *classifier) editorLike(name string, args []arg) {
-	if vimNames[name] {
+	if vimNames[name] || name == "emacsclient" {
 		c.editorRemote(name, args)
 	}
 	inline := func(why string) {
