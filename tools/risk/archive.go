@@ -96,8 +96,14 @@ func (c *classifier) tar(args []arg) {
 	}
 }
 
-// unzip -d DIR extracts into DIR.
+// unzip -d DIR extracts into DIR; -l, -t, -v, -p, -c, -z and -Z only
+// list, test or print.
 func unzip(c *classifier, name string, args []arg, _ cmdCtx) {
+	for _, a := range args {
+		if name == "unzip" && len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s[1:], "ltvpczZ") {
+			return // lists, tests or prints the archive: writes nothing
+		}
+	}
 	if !slices.ContainsFunc(args, func(a arg) bool { return strings.HasPrefix(a.s, "-d") }) {
 		c.unpackInto(arg{s: "."}, name+" in") // where cd took the shell
 	}

@@ -53,6 +53,7 @@ func (c *classifier) copyDest(name string, args []arg) {
 		c.sshProgramOptions(name, args)
 	}
 	if t, ok := o.get("t", "--target-directory"); ok && name != "rsync" && name != "scp" {
+		c.copiedInto(name, o, append(ops, arg{}), arg{s: t + "/"})
 		if name == "mv" {
 			c.moveSources(ops)
 		}
@@ -63,6 +64,7 @@ func (c *classifier) copyDest(name string, args []arg) {
 		return
 	}
 	dest := ops[len(ops)-1]
+	c.copiedInto(name, o, ops[:len(ops)-1], dest)
 	if name == "scp" || name == "rsync" {
 		if remote(dest.s) && !allRemote(ops[:len(ops)-1]) {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("copies local files to another machine (%s … %s)", name, dest.s))
@@ -87,6 +89,24 @@ func (c *classifier) copyDest(name string, args []arg) {
 			if src.s == "/dev/null" {
 				c.emptied(dest, name+" /dev/null "+dest.s)
 			}
+		}
+	}
+}
+
+// copiedInto notes the files a copy or move writes without naming them:
+// into a directory (several sources, a destination ending in / or . or
+// ..), each source's base name; a recursive copy into the working
+// directory writes a whole tree there (treeWritten), so that a script run
+// after it is not taken for the text a literal wrote.
+func (c *classifier) copiedInto(name string, o opts, srcs []arg, dest arg) {
+	d := dest.s
+	here := d == "." || d == "./" || d == "$PWD" || d == "$PWD/"
+	if here && (name == "rsync" || name == "scp" || o.has("r", "R", "a", "--recursive", "--archive")) {
+		c.treeWritten = true // a tree copied into the working directory
+	}
+	if len(srcs) > 1 || strings.HasSuffix(d, "/") || d == "." || d == ".." || strings.HasSuffix(d, "/.") || strings.HasSuffix(d, "/..") {
+		for _, s := range srcs {
+			c.noteWritten(s.s)
 		}
 	}
 }

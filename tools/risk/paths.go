@@ -354,6 +354,7 @@ func persistent(norm string) bool {
 // directory, or a directory computed at run time (which may be any of
 // those). Below the working directory, the files land in the workspace.
 func (c *classifier) unpackInto(dir arg, via string) {
+	c.treeWritten = true
 	p := strings.TrimRight(dir.s, "/")
 	if p == "" && dir.s != "" {
 		p = "/"

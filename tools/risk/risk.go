@@ -221,6 +221,10 @@ type classifier struct {
 	// scriptLevel is how many written scripts deep the text being
 	// classified is.
 	scriptLevel int
+	// treeWritten is set once the command wrote files it does not name
+	// (an archive unpacked, a tree copied): a script run after it may be
+	// one of them, whose text cannot be seen.
+	treeWritten bool
 	// jobVars are variables assigned from $! (pid=$!), which name a job
 	// the command started.
 	jobVars map[string]bool
@@ -248,6 +252,10 @@ func (c *classifier) scriptsWritten() {
 	}
 	for i := 0; i < len(c.shellRan); i++ { // the texts may run scripts too
 		run := c.shellRan[i]
+		if run.afterTree {
+			c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs a script after unpacking or copying files it cannot see (%s)", run.base))
+			continue
+		}
 		if c.writes[run.base] == 0 {
 			continue // not written by this command
 		}
@@ -290,6 +298,9 @@ type shellRun struct {
 	text  string
 	known bool
 	level int // scripts deep it was run (0: by the command itself)
+	// afterTree is set when it ran after the command wrote files it does
+	// not name (treeWritten).
+	afterTree bool
 }
 
 // noteWritten and noteRan record a file written or run, by base name.
@@ -318,7 +329,7 @@ func (c *classifier) noteShellRan(p string, exec bool) {
 		return
 	}
 	text, known := c.texts[b]
-	c.shellRan = append(c.shellRan, shellRun{base: b, exec: exec, dir: c.dir, text: text, known: known, level: c.scriptLevel})
+	c.shellRan = append(c.shellRan, shellRun{base: b, exec: exec, dir: c.dir, text: text, known: known, level: c.scriptLevel, afterTree: c.treeWritten})
 }
 
 // shellShebang reports whether a script run as a program is run by a
