@@ -96,8 +96,14 @@ func (c *classifier) tar(args []arg) {
 	}
 }
 
-// unzip -d DIR extracts into DIR.
+// unzip -d DIR extracts into DIR; -l, -t, -v, -p, -c, -z and -Z only
+// list, test or print.
 func unzip(c *classifier, name string, args []arg, _ cmdCtx) {
+	for _, a := range args {
+		if name == "unzip" && len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s[1:], "ltvpczZ") {
+			return // lists, tests or prints the archive: writes nothing
+		}
+	}
 	if !slices.ContainsFunc(args, func(a arg) bool { return strings.HasPrefix(a.s, "-d") }) {
 		c.unpackInto(arg{s: "."}, name+" in") // where cd took the shell
 	}
@@ -148,6 +154,27 @@ func init() {
 	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.zip(args) }, "zip")
 	register(sevenZip, "7z", "7za", "7zz", "7zr")
 	register(unzip, "unzip", "funzip", "unar")
+	register(cpio, "cpio")
+}
+
+// cpio -i (--extract) unpacks into -D DIR (--directory) or where cd took
+// the shell; cpio -p (--pass-through) copies into its operand.
+func cpio(c *classifier, name string, args []arg, _ cmdCtx) {
+	o, ops := parseAll(args, optSpec{shortArg: "DEFHIMORC", longArg: []string{"directory", "pattern-file", "file", "format",
+		"message", "owner", "block-size", "io-size", "rsh-command", "to-stdout"}})
+	dir, hasDir := o.get("D", "--directory")
+	if !hasDir {
+		dir = "."
+	}
+	switch {
+	case o.has("i", "--extract") && !o.has("t", "--list", "--to-stdout"):
+		c.unpackInto(arg{s: dir}, name+" -i")
+	case o.has("p", "--pass-through") && len(ops) > 0:
+		c.unpackInto(ops[len(ops)-1], name+" -p")
+	}
+	if v, ok := o.get("--rsh-command"); ok {
+		c.execOption(v, "cpio --rsh-command", nil)
+	}
 }
 
 // sevenZip: -sdel deletes the files it archives.

@@ -14,6 +14,7 @@ type cmdCtx struct {
 	stdinFile  *arg // file redirected to its standard input (< f), if any
 	xargs      bool // runs under xargs, with arguments read from its input
 	xargsKnown bool // runs under xargs fed by a static echo whose words are already in its arguments
+	piped      bool // its standard input is a pipe from an earlier stage
 }
 
 func set(words ...string) map[string]bool {
@@ -68,6 +69,9 @@ func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 		name, val, _ := strings.Cut(e.s, "=")
 		c.envAssign(name, arg{s: val})
 	}
+	if r.userService != "" {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("has a service of the user's run the command outside this command (%s)", r.userService))
+	}
 	if r.detached != "" {
 		c.add(RiskDangerous, KeyScheduledCommand, fmt.Sprintf("runs a command in the background, outside this session (%s)", r.detached))
 	}
@@ -85,7 +89,7 @@ func (c *classifier) command(args []arg, cx cmdCtx) resolved {
 		return r
 	}
 	if strings.Contains(r.word, "/") {
-		c.noteRan(r.word) // ./s.sh; a bare name is looked up in $PATH
+		c.noteShellRan(r.word, true) // ./s.sh; a bare name is looked up in $PATH
 	}
 	cx.xargs = cx.xargs || r.xargs && !cx.xargsKnown
 	c.rules(r.name, r.args, cx)
@@ -134,6 +138,8 @@ func (c *classifier) rules(name string, args []arg, cx cmdCtx) {
 		a(c, name, args, cx)
 	}
 	c.noteRunner(name)
+	c.noteModuleRuns(name, args)
+	c.rawDevice(name, args, cx)
 
 	if k := interpreterKind(name); k != "" && k != "shell" {
 		c.interpreter(name, args, cx)
@@ -321,6 +327,10 @@ func (c *classifier) envAssign(name string, v arg) {
 				}
 			}
 		}
+		return
+	}
+	if (name == "DOCKER_HOST" || name == "CONTAINER_HOST") && strings.HasPrefix(v.s, "unix://") {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("points container clients at the service behind a named socket (%s=%s)", name, v.s))
 		return
 	}
 	if envPrograms[name] || strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {

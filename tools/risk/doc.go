@@ -13,8 +13,9 @@
 //     matched rules with reasons, and Pattern, the keys an approval
 //     remembers. What it cannot analyse (unparseable input, names computed
 //     at run time, inline interpreter code, a file written and run by the
-//     same command, a path inside the daemon's home) is dangerous, never
-//     safe;
+//     same command whose text it cannot see, a path inside the daemon's
+//     home) is dangerous, never safe; a shell script the same command
+//     wrote whole from a literal is rated as its text;
 //   - the policy as data: one table of [Rule] entries (key, risk, doc,
 //     examples, whether approvals may be remembered by key) — [Rules],
 //     [Lookup], [Unanalysable], [Markdown] — which the analyzers report by
@@ -25,8 +26,10 @@
 //     interp.go: interpreters and shells; database.go; infra.go;
 //     network.go; process.go; services.go and system.go: services,
 //     packages, devices; perms.go; paths.go; daemonhome.go; exhaust.go;
-//     runners.go), registered by command name in a map (command.go); CLIs
-//     that name actions by verbs share one table-driven matcher (verbs.go);
+//     runners.go; pagers.go: less, man; rawdev.go: raw filesystem access;
+//     usersvc.go: clients of the user's own services), registered by
+//     command name in a map (command.go); CLIs that name actions by verbs
+//     share one table-driven matcher (verbs.go);
 //   - the corpus, testdata/corpus/FAMILY.txt: commands with their expected
 //     risk and rule key, destructive and everyday, which the tests run to
 //     count false negatives (none allowed) and false positives.

@@ -26,6 +26,14 @@ func fallocate(c *classifier, name string, args []arg, _ cmdCtx) {
 	if name == "mkfile" && len(ops) > 0 {
 		size, ok = ops[0].s, true
 	}
+	for k := range o {
+		switch k {
+		case "p", "--punch-hole", "c", "--collapse-range", "z", "--zero-range", "i", "--insert-range", "d", "--dig-holes":
+			for _, f := range ops {
+				c.emptied(f, fmt.Sprintf("%s -%s %s", name, strings.TrimLeft(k, "-"), f.s))
+			}
+		}
+	}
 	if n, known := parseSize(size); ok && (!known || n >= hugeBytes) {
 		c.add(RiskDangerous, KeyResourceExhaustion, fmt.Sprintf("allocates a huge file (%s %s)", name, size))
 	}
@@ -33,6 +41,51 @@ func fallocate(c *classifier, name string, args []arg, _ cmdCtx) {
 
 // ddSize flags a dd that writes a gigabyte or more to a file, or that
 // copies an endless source (/dev/zero, /dev/urandom) without a count.
+// endlessSources are the devices that never run dry.
+var endlessSources = set("/dev/zero", "/dev/urandom", "/dev/random")
+
+// endlessStream reports whether a resolved command writes an endless or
+// huge stream to its output: yes; cat or tail of /dev/zero or
+// /dev/urandom; head -c of 1G or more (or of a size it cannot read) from
+// one of those; seq inf. It returns what it runs, for the reason.
+func endlessStream(r resolved) (string, bool) {
+	if r.dynamic {
+		return "", false
+	}
+	switch r.name {
+	case "yes":
+		return "yes", true
+	case "seq":
+		for _, a := range r.args {
+			if strings.EqualFold(a.s, "inf") || strings.EqualFold(a.s, "infinity") {
+				return "seq " + a.s, true
+			}
+		}
+	case "cat", "tail", "head":
+		o, ops := parseAll(r.args, optSpec{shortArg: "cnsF", longArg: []string{"bytes", "lines", "sleep-interval", "pid", "max-unchanged-stats"}})
+		src := ""
+		for _, a := range ops {
+			if endlessSources[a.s] {
+				src = a.s
+			}
+		}
+		if src == "" {
+			return "", false
+		}
+		if r.name != "head" {
+			return r.name + " " + src, true
+		}
+		n, ok := o.get("c", "--bytes")
+		if !ok {
+			return "", false // head -n of a device without lines ends soon enough or not at all, as cat does
+		}
+		if size, known := parseSize(strings.TrimPrefix(n, "-")); !known || size >= hugeBytes {
+			return "head -c " + n + " " + src, true
+		}
+	}
+	return "", false
+}
+
 func (c *classifier) ddSize(args []arg) {
 	vals := map[string]string{}
 	for _, a := range args {

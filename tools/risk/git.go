@@ -106,6 +106,9 @@ func (c *classifier) git(args []arg) {
 		if discard {
 			c.add(RiskDangerous, KeyGitDiscardChanges, "discards uncommitted changes (git checkout -- …)")
 		}
+		if o.has("B") {
+			c.add(RiskDangerous, KeyGitBranchForceDelete, "resets a branch, creating it or moving it whatever it pointed at (git checkout -B)")
+		}
 	case "restore":
 		staged := o.has("S") || longHas("staged", 2)
 		worktree := o.has("W") || longHas("worktree", 2)
@@ -115,6 +118,9 @@ func (c *classifier) git(args []arg) {
 	case "switch":
 		if o.has("f") || longHas("force", 3) || longHas("discard-changes", 2) {
 			c.add(RiskDangerous, KeyGitDiscardChanges, "discards uncommitted changes (git switch --discard-changes)")
+		}
+		if o.has("C") || longHas("force-create", 7) {
+			c.add(RiskDangerous, KeyGitBranchForceDelete, "resets a branch, creating it or moving it whatever it pointed at (git switch -C)")
 		}
 	case "stash":
 		if len(ops) > 0 && (ops[0].s == "drop" || ops[0].s == "clear") {

@@ -77,7 +77,13 @@ func init() {
 // hostAccess flags a container run with the host's root, home or system
 // directories mounted, or with the host's privileges: what runs inside is
 // not analysed, and it reaches the host.
+//
+// A client pointed at a Unix socket of its own (-H unix:///…) talks to
+// that service, outside the command: user-service.
 func hostAccess(c *classifier, name string, args []arg, _ cmdCtx) {
+	if h, ok := optsOf(args, containerSpec).get("H", "--host", "--url"); ok && strings.HasPrefix(h, "unix://") {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to the container service behind a named socket (%s -H %s)", name, h))
+	}
 	_, ops := parseAll(args, containerSpec)
 	if len(ops) == 0 || ops[0].s != "run" && ops[0].s != "create" && ops[0].s != "exec" {
 		return

@@ -298,7 +298,11 @@ func (c *classifier) interpreter(name string, args []arg, cx cmdCtx) {
 		if strings.HasPrefix(p.script.s, "http://") || strings.HasPrefix(p.script.s, "https://") {
 			c.add(RiskDangerous, KeyCurlPipeShell, fmt.Sprintf("runs a downloaded script (%s %s)", name, p.script.s))
 		}
-		c.noteRan(p.script.s)
+		if kind == "shell" {
+			c.noteShellRan(p.script.s, false)
+		} else {
+			c.noteRan(p.script.s)
+		}
 	case p.stdin && kind != "shell":
 		switch {
 		case cx.stdin != nil:
@@ -307,7 +311,7 @@ func (c *classifier) interpreter(name string, args []arg, cx cmdCtx) {
 			c.noteRan(cx.stdinFile.s)
 		}
 	case p.stdin && cx.stdinFile != nil:
-		c.noteRan(cx.stdinFile.s)
+		c.noteShellRan(cx.stdinFile.s, false)
 	}
 }
 
@@ -452,6 +456,9 @@ func (c *classifier) makeCmd(args []arg) {
 // editorLike classifies vim, emacs, gdb and PowerShell, which take
 // commands of their own language in options.
 func (c *classifier) editorLike(name string, args []arg) {
+	if vimNames[name] || name == "emacsclient" {
+		c.editorRemote(name, args)
+	}
 	inline := func(why string) {
 		c.add(RiskDangerous, KeyInlineCode, fmt.Sprintf("runs inline interpreter code that cannot be analysed (%s %s)", name, why))
 	}
@@ -540,7 +547,14 @@ var tmuxShellCommands = map[string]string{
 }
 
 // tmux and screen start shells and windows that run a command string.
+//
+// Both talk to the user's server, which runs what it is asked outside the
+// command and its sandbox: every tmux or screen command but the ones that
+// only print a version or list sessions is user-service.
 func (c *classifier) tmux(name string, args []arg) {
+	if !tmuxLocal(name, args) {
+		c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to the user's %s server, which runs commands outside this command (%s)", name, joinArgs(args)))
+	}
 	if name == "screen" {
 		// screen [options] [cmd [args]]: the first operand starts a command;
 		// screen -X stuff TEXT types TEXT into a running session.
@@ -589,6 +603,22 @@ func (c *classifier) tmux(name string, args []arg) {
 		}
 		rest = rest[end+1:]
 	}
+}
+
+// tmuxLocal reports whether a tmux or screen command stays in the client:
+// tmux -V; screen -v, -ls, -list, -h.
+func tmuxLocal(name string, args []arg) bool {
+	if len(args) != 1 {
+		return false
+	}
+	if name == "tmux" {
+		return args[0].s == "-V"
+	}
+	switch args[0].s {
+	case "-v", "-ls", "-list", "--version", "-h", "--help":
+		return true
+	}
+	return false
 }
 
 // parallel runs its command (a shell string) once per argument.
@@ -647,7 +677,7 @@ func init() {
 			case fromStream(ops[0]):
 				c.add(RiskDangerous, KeyPipeToShell, fmt.Sprintf("runs generated commands in a shell (%s %s)", name, ops[0].s))
 			default:
-				c.noteRan(ops[0].s)
+				c.noteShellRan(ops[0].s, false)
 			}
 		}
 	}, "source", ".")

@@ -2,14 +2,18 @@ package risk
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 var (
 	curlSpec = optSpec{shortArg: "AbcdDeEFHKmoPQrTuUwxXyYz", longArg: []string{"output", "output-dir", "data", "data-raw",
 		"data-binary", "data-urlencode", "form", "header", "request", "user-agent", "referer", "user", "proxy",
 		"upload-file", "range", "write-out", "config", "cookie", "cookie-jar", "dump-header", "max-time",
-		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file"}}
+		"connect-timeout", "retry", "url", "cacert", "cert", "key", "json", "upload-file", "data-ascii", "unix-socket",
+		"abstract-unix-socket"}}
 	wgetSpec = optSpec{shortArg: "aABDeiIlOoPQRtTUwX", longArg: []string{"output-document", "output-file",
 		"append-output", "directory-prefix", "tries", "timeout", "user-agent", "execute", "input-file", "wait",
 		"quota", "level", "accept", "reject", "domains", "header", "user", "password", "post-data", "post-file",
@@ -29,6 +33,10 @@ func (c *classifier) copyDest(name string, args []arg) {
 	}
 	o, ops := parseAll(args, sp)
 	switch name {
+	case "install":
+		if m, ok := o.get("m", "--mode"); ok {
+			c.setuidMode("install -m", m)
+		}
 	case "rsync":
 		if sh, ok := o.get("e", "--rsh"); ok {
 			c.execOption(sh, "rsync -e "+sh, sshCmds)
@@ -45,6 +53,10 @@ func (c *classifier) copyDest(name string, args []arg) {
 		c.sshProgramOptions(name, args)
 	}
 	if t, ok := o.get("t", "--target-directory"); ok && name != "rsync" && name != "scp" {
+		c.copiedInto(name, o, append(ops, arg{}), arg{s: t + "/"})
+		if name == "mv" {
+			c.moveSources(ops)
+		}
 		c.writeTarget(arg{s: t}, name)
 		return
 	}
@@ -52,6 +64,7 @@ func (c *classifier) copyDest(name string, args []arg) {
 		return
 	}
 	dest := ops[len(ops)-1]
+	c.copiedInto(name, o, ops[:len(ops)-1], dest)
 	if name == "scp" || name == "rsync" {
 		if remote(dest.s) && !allRemote(ops[:len(ops)-1]) {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("copies local files to another machine (%s … %s)", name, dest.s))
@@ -63,14 +76,54 @@ func (c *classifier) copyDest(name string, args []arg) {
 	c.writeTarget(dest, name)
 	switch name {
 	case "mv":
+		c.moveSources(ops[:len(ops)-1])
 		if d, _ := c.abs(dest.s); d == "/dev/null" {
 			c.add(RiskDangerous, KeyRemoveSourceFiles, "moves files into /dev/null, destroying them (mv … /dev/null)")
+		}
+	case "ln":
+		if o.has("f", "--force") && slices.ContainsFunc(ops[:len(ops)-1], func(a arg) bool { return a.s == "/dev/null" }) {
+			c.emptied(dest, "ln -sf /dev/null "+dest.s)
 		}
 	case "cp", "install":
 		for _, src := range ops[:len(ops)-1] {
 			if src.s == "/dev/null" {
 				c.emptied(dest, name+" /dev/null "+dest.s)
 			}
+		}
+	}
+}
+
+// copiedInto notes the files a copy or move writes without naming them:
+// into a directory (several sources, a destination ending in / or . or
+// ..), each source's base name; a recursive copy into the working
+// directory writes a whole tree there (treeWritten), so that a script run
+// after it is not taken for the text a literal wrote.
+func (c *classifier) copiedInto(name string, o opts, srcs []arg, dest arg) {
+	d := dest.s
+	here := d == "." || d == "./" || d == "$PWD" || d == "$PWD/"
+	if here && (name == "rsync" || name == "scp" || o.has("r", "R", "a", "--recursive", "--archive")) {
+		c.treeWritten = true // a tree copied into the working directory
+	}
+	if len(srcs) > 1 || strings.HasSuffix(d, "/") || d == "." || d == ".." || strings.HasSuffix(d, "/.") || strings.HasSuffix(d, "/..") {
+		for _, s := range srcs {
+			c.noteWritten(s.s)
+		}
+	}
+}
+
+// moveSources flags mv of the home directory, one of its dot-entries
+// (~/.ssh, ~/.config) or the root or a system directory (/usr, /etc,
+// /usr/bin, /home/NAME), given as written or after cd.
+func (c *classifier) moveSources(srcs []arg) {
+	for _, s := range srcs {
+		a, ok := c.abs(strings.TrimRight(s.s, "/"))
+		if s.s != "" && strings.TrimRight(s.s, "/") == "" {
+			a, ok = "/", true
+		}
+		rest, inHome := strings.CutPrefix(a, homeDir+"/")
+		if ok && (a == homeDir || inHome && strings.HasPrefix(rest, ".") && !strings.Contains(rest, "/")) || c.criticalAny(s, true) {
+			c.add(RiskDangerous, KeyMoveHomeOrSystem, fmt.Sprintf("moves the home, a dot-directory of it or a system directory (mv %s)", s.s))
+			return
 		}
 	}
 }
@@ -101,6 +154,9 @@ func init() {
 		c.optTargets(name, o, "O", "--output-document", "o", "--output-file", "a", "--append-output")
 		if f, ok := o.get("--post-file", "--body-file"); ok {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends a local file off the machine (wget --post-file %s)", f))
+		}
+		for _, d := range computedData(args, func(k string) bool { return k == "--post-data" || k == "--body-data" }) {
+			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends data computed at run time off the machine (wget %s)", d))
 		}
 	}, "wget")
 	register(httpie, "http", "https", "xh", "xhs")
@@ -142,9 +198,17 @@ func curl(c *classifier, name string, args []arg, cx cmdCtx) {
 			urls = append(urls, arg{s: v})
 		}
 	})
+	eachOpt(args, curlSpec, func(k, v string) {
+		if k == "--abstract-unix-socket" || k == "--unix-socket" && c.outsideCwd(v) {
+			c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to a service through its Unix socket, outside this command (curl %s %s)", k, v))
+		}
+	})
 	if loopbackOnly(append(urls, ops...)) {
 		c.optTargets(name, optsOf(args, curlSpec), "o", "--output", "D", "--dump-header", "c", "--cookie-jar")
 		return // the data stays on this machine
+	}
+	for _, d := range computedData(args, curlDataOption) {
+		c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends data computed at run time off the machine (curl %s)", d))
 	}
 	eachOpt(args, curlSpec, func(k, v string) {
 		o[k] = v
@@ -155,9 +219,66 @@ func curl(c *classifier, name string, args []arg, cx cmdCtx) {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends a local file off the machine (curl %s %s)", k, v))
 		case (k == "F" || k == "--form") && (strings.Contains(v, "=@") || strings.Contains(v, "=<")):
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("sends a local file off the machine (curl -F %s)", v))
+		case k == "K" || k == "--config":
+			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("reads its options, which may upload files, from a file (curl %s %s)", k, v))
 		}
 	})
 	c.optTargets(name, o, "o", "--output", "D", "--dump-header", "c", "--cookie-jar")
+}
+
+// curlDataOption reports whether curl option k (-d, --data-raw, -F, …)
+// takes data to send.
+func curlDataOption(k string) bool {
+	return k == "-d" || k == "-F" || k == "--json" || strings.HasPrefix(k, "--data") || k == "--form" || k == "--form-string"
+}
+
+// computedData returns the data options (as dataOpt tells them by key,
+// "-d" or "--data") whose value holds a command or process substitution,
+// such as curl -d "$(cat .env)": what is sent is read at run time.
+func computedData(args []arg, dataOpt func(key string) bool) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		key, val := a.s, (*arg)(nil)
+		switch {
+		case strings.HasPrefix(a.s, "--"):
+			k, _, hasVal := strings.Cut(a.s, "=")
+			key = k
+			if hasVal {
+				val = &args[i]
+			} else if i+1 < len(args) {
+				val = &args[i+1]
+			}
+		case len(a.s) >= 2 && a.s[0] == '-':
+			key = a.s[:2]
+			if len(a.s) > 2 {
+				val = &args[i]
+			} else if i+1 < len(args) {
+				val = &args[i+1]
+			}
+		default:
+			continue
+		}
+		if dataOpt(key) && val != nil && holdsSubst(val.word) {
+			out = append(out, key+" "+val.s)
+		}
+	}
+	return out
+}
+
+// holdsSubst reports whether w holds a command or process substitution.
+func holdsSubst(w *syntax.Word) bool {
+	found := false
+	if w != nil {
+		syntax.Walk(w, func(n syntax.Node) bool {
+			switch n.(type) {
+			case *syntax.CmdSubst, *syntax.ProcSubst:
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // httpie sends files named with @ (field@file, field=@file, @file).
@@ -184,6 +305,12 @@ func netcat(c *classifier, name string, args []arg, cx cmdCtx) {
 	o, _ := parseAll(args, optSpec{shortArg: "ecpswiIOqTVXxMmW", longArg: []string{"exec", "sh-exec", "lua-exec", "source-port", "source", "wait", "proxy", "proxy-type"}})
 	if v, ok := o.get("e", "c", "--exec", "--sh-exec", "--lua-exec"); ok {
 		c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("gives the other end a program to run (%s -e %s)", name, v))
+	}
+	if _, ops := parseAll(args, optSpec{shortArg: "ecpswiIOqTVXxMmW"}); (o.has("U") || o.has("--unixsock")) && len(ops) > 0 {
+		if !o.has("l", "--listen") && c.outsideCwd(ops[0].s) {
+			c.add(RiskDangerous, KeyUserService, fmt.Sprintf("talks to a service through its Unix socket, outside this command (%s -U %s)", name, ops[0].s))
+		}
+		return // no network
 	}
 	if netcatLocal(args) {
 		return // talks to this machine

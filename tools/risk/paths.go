@@ -354,6 +354,7 @@ func persistent(norm string) bool {
 // directory, or a directory computed at run time (which may be any of
 // those). Below the working directory, the files land in the workspace.
 func (c *classifier) unpackInto(dir arg, via string) {
+	c.treeWritten = true
 	p := strings.TrimRight(dir.s, "/")
 	if p == "" && dir.s != "" {
 		p = "/"
@@ -370,14 +371,15 @@ func (c *classifier) unpackInto(dir arg, via string) {
 
 // writePath is the path that writeTarget judges for p: resolved against
 // the working directory when that can matter (an absolute or home path, a
-// working directory outside the start or below a .ssh), p itself
+// working directory outside the start or below a .ssh or a .git), p itself
 // otherwise, which spares the work on long relative paths.
 func (c *classifier) writePath(p string) string {
 	cwd := c.dir.cwd
 	if p == "" || cwd.dyn && p[0] != '/' && p[0] != '~' && !strings.HasPrefix(p, "$HOME") {
 		return p
 	}
-	if p[0] == '/' || p[0] == '~' || strings.HasPrefix(p, "$HOME") || strings.HasPrefix(cwd.dir, "/") || strings.Contains(cwd.dir, ".ssh") {
+	if p[0] == '/' || p[0] == '~' || strings.HasPrefix(p, "$HOME") || strings.HasPrefix(cwd.dir, "/") || strings.Contains(cwd.dir, ".ssh") ||
+		strings.Contains(cwd.dir, ".git") {
 		a, _ := c.abs(p)
 		return a
 	}
@@ -426,6 +428,20 @@ func init() {
 		c.add(RiskDangerous, k, fmt.Sprintf("destroys file contents (%s)", name))
 	}, "truncate", "shred")
 	register(patch, "patch")
+	register(func(c *classifier, name string, args []arg, _ cmdCtx) {
+		o, _ := parseAll(args, optSpec{shortArg: "kotTS", longArg: []string{"key", "output", "field-separator", "temporary-directory",
+			"buffer-size", "parallel", "batch-size", "files0-from", "compress-program", "random-source", "sort"}})
+		c.optTargets(name, o, "o", "--output")
+		if p, ok := o.get("--compress-program"); ok {
+			c.execOption(p, "sort --compress-program", compressors)
+		}
+	}, "sort")
+	register(func(c *classifier, name string, args []arg, _ cmdCtx) {
+		// uniq [OPTION]… [INPUT [OUTPUT]]
+		if _, ops := parseAll(args, optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}}); len(ops) > 1 {
+			c.writeTarget(ops[1], name)
+		}
+	}, "uniq")
 	register(sshKeygen, "ssh-keygen")
 }
 

@@ -265,6 +265,9 @@ type resolved struct {
 	// cmd), which receives what the command reads; remoteName names it.
 	remote     bool
 	remoteName string
+	// userService names a wrapper that has a service of the user's run the
+	// command outside this command and its sandbox (flatpak-spawn --host).
+	userService string
 }
 
 // resolve peels wrappers (sudo, env, xargs, timeout, …) off a command line.
@@ -400,6 +403,10 @@ func resolve(args []arg) resolved {
 				r.shellSrc = append(r.shellSrc, joinArgs(cmd))
 			}
 			return r
+		case "flatpak-spawn":
+			if o.has("--host") {
+				r.userService = name + " --host"
+			}
 		case "systemd-run":
 			if !o.has("--user") {
 				r.elevated = append(r.elevated, name)

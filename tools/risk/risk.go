@@ -20,8 +20,9 @@ const (
 	// writes to ~/.ssh or shell rc files, DROP TABLE, sudo, inline
 	// interpreter code (python -c), commands hidden in options (sed e, tar
 	// --to-command, git -c core.pager=…), scripts written and run by the
-	// same command, unparseable input, command names computed at run
-	// time, ….
+	// same command whose text cannot be seen, setuid bits, clients of
+	// the user's own services (tmux, D-Bus), unparseable input, command
+	// names computed at run time, ….
 	RiskDangerous Risk = "dangerous"
 	// RiskHardline commands are never run, whatever the approval mode:
 	// rm -rf /, rm -rf /$x or "$x"/* (the root when $x is empty), mkfs,
@@ -89,11 +90,13 @@ type Match struct {
 // It follows cd, pushd and popd through a list, so that relative paths
 // are judged where they point (cd ~/.ssh && echo k >> authorized_keys,
 // cd / && rm -rf *), and remembers the files the command writes, so that
-// a script written and then run by the same command is dangerous. A
-// recursive delete whose target is computed at run time is judged as it
-// reads when the expansions come out empty (rm -rf /$x and "$d"/* are
-// hardline) and gets its own rule key, so that approving "rm -rf build"
-// never approves "rm -rf $x".
+// a shell script written and then run by the same command is rated as
+// its text when a literal wrote it whole (echo … > s.sh && sh s.sh) and
+// is dangerous when its text cannot be seen. A recursive delete whose
+// target is computed at run time is judged as it reads when the
+// expansions come out empty (rm -rf /$x and "$d"/* are hardline) and gets
+// its own rule key, so that approving "rm -rf build" never approves
+// "rm -rf $x".
 //
 // Input that does not parse is dangerous (reason "could not parse command:
 // …"), never safe, and so is a command whose name is computed at run time
@@ -107,7 +110,7 @@ type Match struct {
 // kubectl exec). Code it cannot look into — inline interpreter code
 // (python -c, perl -e, node -e, awk programs that call system() or pipe
 // to commands), commands given in options, scripts written by the same
-// command — is dangerous.
+// command whose text it cannot see — is dangerous.
 //
 // The rules it reports, with their keys, risks, documentation and
 // examples, are the table [Rules] (docs/risk-rules.md is generated from
@@ -154,7 +157,8 @@ func ClassifyWith(command string, cx Context) (c Classification) {
 
 // classify is ClassifyWith without the panic guard, for the fuzz test.
 func classify(command string, cx Context) Classification {
-	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, protected: []string{defaultHome}}
+	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, piped: map[*syntax.Stmt]bool{},
+		texts: map[string]string{}, writes: map[string]int{}, protected: []string{defaultHome}}
 	home := path.Clean(cx.Home)
 	for _, p := range cx.ProtectedPaths {
 		if !path.IsAbs(p) || path.Clean(p) == "/" {
@@ -199,10 +203,28 @@ type classifier struct {
 	// k >> authorized_keys", "cd .. && cd .. && rm -rf *").
 	dir   shellDir
 	pipes map[*syntax.BinaryCmd]bool // pipelines already analysed as part of a larger one
+	// piped are the statements that read a pipe (every stage of a
+	// pipeline but the first).
+	piped map[*syntax.Stmt]bool
 	// written and ran are files the command line writes and files it runs
-	// as programs or scripts (sh s.sh, ./s.sh, python3 s.py, make -f m);
-	// a file in both is a script written and run by the same command.
+	// as programs or scripts (python3 s.py, make -f m), by base name; a
+	// file in both is a script written and run by the same command.
 	written, ran []string
+	// shellRan are the files it runs as shell scripts (sh s.sh, . s.sh,
+	// sh < s.sh, ./s.sh), with what was known of their text then; texts
+	// are the texts written whole from a literal (echo … > s.sh, cat >
+	// s.sh <<'EOF'), by base name, and writes counts every write of a
+	// base name, so that a file written twice has no known text.
+	shellRan []shellRun
+	texts    map[string]string
+	writes   map[string]int
+	// scriptLevel is how many written scripts deep the text being
+	// classified is.
+	scriptLevel int
+	// treeWritten is set once the command wrote files it does not name
+	// (an archive unpacked, a tree copied): a script run after it may be
+	// one of them, whose text cannot be seen.
+	treeWritten bool
 	// jobVars are variables assigned from $! (pid=$!), which name a job
 	// the command started.
 	jobVars map[string]bool
@@ -217,10 +239,38 @@ type classifier struct {
 
 // scriptsWritten flags a file that the command line both writes and runs.
 // Files are compared by base name, which errs on the side of a match.
+//
+// A shell script that the command wrote whole from a literal before
+// running it is rated as its text: the text is classified as the commands
+// it holds, in the directory it ran in. One whose text cannot be seen
+// (computed, appended to, copied, downloaded, written twice or after it
+// ran, a #! line naming another interpreter) is script-written.
 func (c *classifier) scriptsWritten() {
 	if c.ranDynamic && len(c.written) > 0 {
 		c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs a file named at run time after writing %s", c.written[0]))
 		return
+	}
+	for i := 0; i < len(c.shellRan); i++ { // the texts may run scripts too
+		run := c.shellRan[i]
+		if run.afterTree {
+			c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs a script after unpacking or copying files it cannot see (%s)", run.base))
+			continue
+		}
+		if c.writes[run.base] == 0 {
+			continue // not written by this command
+		}
+		if !run.known || c.writes[run.base] != 1 || run.exec && !shellShebang(run.text) {
+			c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs a script written by the same command whose text cannot be seen (%s)", run.base))
+			continue
+		}
+		if run.level >= maxNesting {
+			c.add(RiskDangerous, KeyNestedShell, fmt.Sprintf("scripts run scripts too deeply to analyse (%s)", run.base))
+			return
+		}
+		saved, savedLevel := c.dir, c.scriptLevel
+		c.dir, c.scriptLevel = run.dir, run.level+1
+		c.nested(run.text)
+		c.dir, c.scriptLevel = saved, savedLevel
 	}
 	if len(c.written) == 0 || len(c.ran) == 0 {
 		return
@@ -237,11 +287,68 @@ func (c *classifier) scriptsWritten() {
 	}
 }
 
+// shellRun is a file run as a shell script: its base name, whether it ran
+// as a program (./s.sh, which its #! line may hand to another
+// interpreter), the directory it ran in, and its text when a literal
+// wrote it before it ran.
+type shellRun struct {
+	base  string
+	exec  bool
+	dir   shellDir
+	text  string
+	known bool
+	level int // scripts deep it was run (0: by the command itself)
+	// afterTree is set when it ran after the command wrote files it does
+	// not name (treeWritten).
+	afterTree bool
+}
+
 // noteWritten and noteRan record a file written or run, by base name.
 func (c *classifier) noteWritten(p string) {
 	if b := fileBase(p); b != "" && len(c.written) < maxFileNotes {
 		c.written = append(c.written, b)
+		c.writes[b]++
 	}
+}
+
+// noteText records the text that one statement wrote whole into file p.
+func (c *classifier) noteText(p, text string) {
+	if b := fileBase(p); b != "" && c.writes[b] == 1 {
+		c.texts[b] = text
+	}
+}
+
+// noteShellRan records a file run as a shell script (exec: as a program).
+func (c *classifier) noteShellRan(p string, exec bool) {
+	if strings.Contains(p, "$") {
+		c.ranDynamic = true
+		return
+	}
+	b := fileBase(p)
+	if b == "" || len(c.shellRan) >= maxFileNotes {
+		return
+	}
+	text, known := c.texts[b]
+	c.shellRan = append(c.shellRan, shellRun{base: b, exec: exec, dir: c.dir, text: text, known: known, level: c.scriptLevel, afterTree: c.treeWritten})
+}
+
+// shellShebang reports whether a script run as a program is run by a
+// shell: it has no #! line, or one naming a shell (directly or through
+// env).
+func shellShebang(text string) bool {
+	line, ok := strings.CutPrefix(text, "#!")
+	if !ok {
+		return true
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	f := strings.Fields(line)
+	if len(f) > 1 && path.Base(f[0]) == "env" {
+		f = f[1:]
+		for len(f) > 1 && strings.HasPrefix(f[0], "-") {
+			f = f[1:]
+		}
+	}
+	return len(f) > 0 && shells[path.Base(f[0])]
 }
 
 func (c *classifier) noteRan(p string) {
@@ -383,6 +490,7 @@ func (c *classifier) scoped(stmts []*syntax.Stmt) {
 func (c *classifier) stmt(s *syntax.Stmt) {
 	var stdin, stdinFile *arg
 	var truncated []arg // files emptied by > before the command runs
+	var outputs []arg   // files the command's output goes to (>, >>, &>)
 	for _, r := range s.Redirs {
 		if r.Word != nil {
 			c.protectedPath(renderString(r.Word))
@@ -411,6 +519,11 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 			t := renderString(r.Word)
 			c.writeTarget(t, "redirection")
 			truncated = append(truncated, t)
+			outputs = append(outputs, t)
+		case syntax.AppOut, syntax.AppAll:
+			t := renderString(r.Word)
+			c.writeTarget(t, "redirection")
+			outputs = append(outputs, t)
 		default:
 			c.writeTarget(renderString(r.Word), "redirection")
 		}
@@ -427,7 +540,20 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 		if !ok {
 			return
 		}
-		r := c.command(renderArgs(call.Args), cmdCtx{stdin: stdin, stdinFile: stdinFile})
+		r := c.command(renderArgs(call.Args), cmdCtx{stdin: stdin, stdinFile: stdinFile, piped: c.piped[s]})
+		if text, ok := literalOutput(r, stdin); ok && !c.piped[s] {
+			for _, t := range truncated {
+				c.noteText(t.s, text)
+			}
+			if r.name == "tee" {
+				for _, t := range teeTargets(r) {
+					c.noteText(t.s, text)
+				}
+			}
+		}
+		if what, ok := endlessStream(r); ok {
+			c.diskFill(what, outputs)
+		}
 		if !producesNothing(r) {
 			return
 		}
@@ -435,6 +561,47 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 	// "> f", ": > f", "true > f", "cat /dev/null > f": the file is emptied.
 	for _, t := range truncated {
 		c.emptied(t, "> "+t.s)
+	}
+}
+
+// literalOutput returns the text a command prints when it is all in the
+// command line: a static echo or printf, or cat or tee given a
+// here-document without expansions.
+func literalOutput(r resolved, stdin *arg) (string, bool) {
+	if r.dynamic {
+		return "", false
+	}
+	switch r.name {
+	case "echo", "printf":
+		return stage{echoName: r.name, echo: r.args}.echoSrc()
+	case "cat", "tee":
+		if stdin == nil || stdin.dyn {
+			return "", false
+		}
+		for _, a := range r.args {
+			if r.name == "cat" && a.s != "-" || r.name == "tee" && strings.HasPrefix(a.s, "-") {
+				return "", false // cat of files; tee -a appends
+			}
+		}
+		return stdin.s, true
+	}
+	return "", false
+}
+
+// teeTargets are the files a tee writes.
+func teeTargets(r resolved) []arg {
+	_, ops := parseAll(r.args, optSpec{longArg: []string{"output-error"}})
+	return ops
+}
+
+// diskFill flags an endless stream ([endlessStream]), what, written into
+// one of the files outputs.
+func (c *classifier) diskFill(what string, outputs []arg) {
+	for _, t := range outputs {
+		if norm := c.writePath(t.s); t.s != "" && !strings.HasPrefix(norm, "/dev/") && !strings.HasPrefix(norm, "/proc/") {
+			c.add(RiskDangerous, KeyDiskFill, fmt.Sprintf("writes an endless stream into a file until the disk is full (%s > %s)", what, t.s))
+			return
+		}
 	}
 }
 
@@ -529,6 +696,9 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 	var download bool
 	var prev stage
 	for i, st := range stages {
+		if i > 0 {
+			c.piped[st] = true
+		}
 		info := stageInfo(st)
 		if i > 0 && info.stdinInterp != "" {
 			switch {
@@ -560,6 +730,9 @@ func (c *classifier) pipeline(b *syntax.BinaryCmd) {
 				}
 				c.command(args, cmdCtx{xargsKnown: true})
 			}
+		}
+		if i > 0 && prev.endless != "" && len(info.tee) > 0 {
+			c.diskFill(prev.endless+" | tee", info.tee)
 		}
 		if i > 0 && info.netSink != "" {
 			c.add(RiskDangerous, KeyNetworkUpload, fmt.Sprintf("pipes local data off the machine (… | %s)", info.netSink))
@@ -613,6 +786,8 @@ type stage struct {
 	xargs       *syntax.CallExpr // the stage is a lone command run by xargs
 	sqlClient   bool             // runs an SQL client, which reads SQL from stdin
 	netSink     string           // runs a network client that sends what it reads (nc, ssh)
+	endless     string           // the stage is a lone command writing an endless stream (yes), for the reason
+	tee         []arg            // the files a lone tee writes
 }
 
 // stageInfo looks at every simple command inside one pipeline stage.
@@ -625,6 +800,10 @@ func stageInfo(s *syntax.Stmt) stage {
 		}
 		if r.xargs {
 			st.xargs = call
+		}
+		st.endless, _ = endlessStream(r)
+		if r.name == "tee" && !r.dynamic {
+			_, st.tee = parseAll(r.args, optSpec{longArg: []string{"output-error"}})
 		}
 	}
 	syntax.Walk(s, func(n syntax.Node) bool {

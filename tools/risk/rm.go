@@ -107,6 +107,10 @@ func (c *classifier) find(args []arg) {
 		switch args[i].s {
 		case "-delete":
 			del = true
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if i+1 < len(args) {
+				c.writeTarget(args[i+1], "find "+args[i].s)
+			}
 		case "-exec", "-execdir", "-ok", "-okdir":
 			j := i + 1
 			for j < len(args) && args[j].s != ";" && args[j].s != "+" {

@@ -1,5 +1,7 @@
 package risk
 
+import "strings"
+
 // Build and test runners read files that hold commands: make runs the
 // Makefile's recipes, npm the scripts of package.json, pytest the code
 // of conftest.py. A command that writes one of them and then runs the
@@ -30,5 +32,28 @@ var pythonModuleRunners = map[string]string{"pytest": "pytest", "pip": "pip", "t
 func (c *classifier) noteRunner(name string) {
 	for _, f := range runnerFiles[name] {
 		c.noteRan(f)
+	}
+}
+
+// noteModuleRuns remembers the files run by name rather than by path:
+// python -m mod runs mod.py.
+func (c *classifier) noteModuleRuns(name string, args []arg) {
+	if interpreterKind(name) == "python" {
+		for i, a := range args {
+			mod, ok := strings.CutPrefix(a.s, "-m")
+			if !ok || strings.HasPrefix(a.s, "--") {
+				continue
+			}
+			if mod == "" && i+1 < len(args) {
+				mod = args[i+1].s
+			}
+			if j := strings.LastIndexByte(mod, '.'); j >= 0 {
+				mod = mod[j+1:]
+			}
+			if mod != "" {
+				c.noteRan(mod + ".py")
+			}
+			return
+		}
 	}
 }

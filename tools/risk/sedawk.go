@@ -230,7 +230,7 @@ func (c *classifier) sed(args []arg) {
 			scripts = append(scripts, files[0])
 		}
 	}
-	deletesAll := false
+	deletesAll, erasesAll := false, false
 	for _, sc := range scripts {
 		if sc.dyn && !sandbox {
 			c.add(RiskDangerous, KeyExecOption, fmt.Sprintf("sed script computed at run time may run commands (sed %s)", sc.s))
@@ -252,12 +252,16 @@ func (c *classifier) sed(args []arg) {
 			c.writeTarget(arg{s: w}, "sed w")
 		}
 		deletesAll = deletesAll || info.deletesAll
+		erasesAll = erasesAll || info.erasesAll
 	}
 	if !inPlace {
 		return
 	}
 	if deletesAll {
 		c.add(RiskDangerous, KeySedInPlace, "empties files in place (sed -i d)")
+	}
+	if erasesAll {
+		c.add(RiskDangerous, KeySedInPlace, fmt.Sprintf("erases every line of the files it edits in place (sed -i %s)", joinArgs(scripts)))
 	}
 	for _, f := range files {
 		c.writeTarget(f, "sed -i")
@@ -283,6 +287,14 @@ type sedInfo struct {
 	execSpace  bool     // e without a command, or s///e: runs the pattern space
 	writes     []string // files named by w, W and s///w
 	deletesAll bool     // d, D, c or z applies to every line
+	erasesAll  bool     // s replaces every whole line with text of its own (s/.*//)
+}
+
+// wholeLine reports whether a sed regular expression matches every line
+// whole: .*, ^.*, .*$, ^.*$.
+func wholeLine(re string) bool {
+	re = strings.TrimSuffix(strings.TrimPrefix(re, "^"), "$")
+	return re == ".*" || re == `\(.*\)`
 }
 
 // sedScan parses a GNU sed script far enough to find e, s///e and w.
@@ -491,11 +503,20 @@ func sedScan(s string) (r sedInfo) {
 			}
 			d := s[i]
 			i++
-			if !delimited(d, cmd == 's') || !delimited(d, false) {
+			pat := i
+			if !delimited(d, cmd == 's') {
+				return r
+			}
+			repl := i
+			pattern := s[pat : i-1]
+			if !delimited(d, false) {
 				return r
 			}
 			if cmd == 'y' {
 				break
+			}
+			if everyLine && wholeLine(pattern) && !strings.ContainsAny(s[repl:i-1], "&\\") {
+				r.erasesAll = true
 			}
 		flags:
 			for i < n {

@@ -6,8 +6,13 @@ import (
 	"strings"
 )
 
-func (c *classifier) dd(args []arg) {
+func (c *classifier) dd(args []arg, cx cmdCtx) {
 	c.ddSize(args)
+	input, notrunc := cx.stdin != nil || cx.stdinFile != nil || cx.piped, false
+	for _, a := range args {
+		input = input || strings.HasPrefix(a.s, "if=")
+		notrunc = notrunc || strings.HasPrefix(a.s, "conv=") && strings.Contains(a.s, "notrunc")
+	}
 	for _, a := range args {
 		out, ok := strings.CutPrefix(a.s, "of=")
 		if !ok {
@@ -17,6 +22,10 @@ func (c *classifier) dd(args []arg) {
 		switch {
 		case !strings.HasPrefix(out, "/dev/"):
 			c.writeTarget(arg{s: out}, "dd")
+			if !input && !notrunc {
+				// dd reads the command's standard input, which is empty.
+				c.emptied(arg{s: out}, "dd of="+out+" with no input")
+			}
 		case safeDevices[clean] || strings.HasPrefix(clean, "/dev/fd/") || strings.HasPrefix(clean, "/dev/shm/"):
 		case blockDevices.MatchString(clean):
 			c.add(RiskHardline, KeyDDBlockDevice, fmt.Sprintf("dd writes to block device %s", clean))
@@ -46,7 +55,7 @@ func (c *classifier) at(name string, args []arg, cx cmdCtx) {
 }
 
 func init() {
-	register(func(c *classifier, _ string, args []arg, _ cmdCtx) { c.dd(args) }, "dd")
+	register(func(c *classifier, _ string, args []arg, cx cmdCtx) { c.dd(args, cx) }, "dd")
 	mkfs := func(c *classifier, name string, _ []arg, _ cmdCtx) {
 		c.add(RiskHardline, KeyMkfs, fmt.Sprintf("creates a filesystem, destroying the device's data (%s)", name))
 	}
