@@ -140,6 +140,14 @@ type Context struct {
 	// so that ~ and $HOME in commands reach the protected paths below it.
 	// Empty: ~ is a home of unknown place.
 	Home string
+	// WrittenInTurn, when set, reports whether a file that the command
+	// runs as code (sh s.sh, ./s.sh, python3 p.py, the Makefile of make),
+	// named as the command names it (relative to the session's cwd, or
+	// absolute), was written since the turn began, by an earlier command
+	// that no person saw: running it is script-written, its text never
+	// shown. The agent answers it from the file system; nil: nothing is
+	// known of earlier commands.
+	WrittenInTurn func(path string) bool
 }
 
 // ClassifyWith is [Classify] with a [Context]. It never panics: an
@@ -172,6 +180,7 @@ func classify(command string, cx Context) Classification {
 	}
 	c.source(command)
 	c.scriptsWritten()
+	c.scriptsWrittenInTurn(cx.WrittenInTurn)
 	return c.result()
 }
 
@@ -230,6 +239,9 @@ type classifier struct {
 	jobVars map[string]bool
 	// git remembers what git commands earlier in the line changed.
 	gitState gitState
+	// ranPaths are the files it runs as code as it names them (not only
+	// their base names), for Context.WrittenInTurn.
+	ranPaths []string
 	// ranDynamic is set when the command runs a file named at run time
 	// (sh "$(echo s.sh)"), which may be one it wrote.
 	ranDynamic bool
@@ -287,6 +299,24 @@ func (c *classifier) scriptsWritten() {
 	}
 }
 
+// scriptsWrittenInTurn flags a file the command runs that an earlier
+// command of the turn wrote (Context.WrittenInTurn), unless this command
+// wrote it itself (scriptsWritten judged that).
+func (c *classifier) scriptsWrittenInTurn(written func(string) bool) {
+	if written == nil {
+		return
+	}
+	for _, p := range c.ranPaths {
+		if c.writes[fileBase(p)] > 0 {
+			continue
+		}
+		if written(path.Clean(p)) {
+			c.add(RiskDangerous, KeyScriptWritten, fmt.Sprintf("runs %s, which an earlier command of this turn wrote: its text was never shown", p))
+			return
+		}
+	}
+}
+
 // shellRun is a file run as a shell script: its base name, whether it ran
 // as a program (./s.sh, which its #! line may hand to another
 // interpreter), the directory it ran in, and its text when a literal
@@ -328,6 +358,7 @@ func (c *classifier) noteShellRan(p string, exec bool) {
 	if b == "" || len(c.shellRan) >= maxFileNotes {
 		return
 	}
+	c.ranPaths = append(c.ranPaths, p)
 	text, known := c.texts[b]
 	c.shellRan = append(c.shellRan, shellRun{base: b, exec: exec, dir: c.dir, text: text, known: known, level: c.scriptLevel, afterTree: c.treeWritten})
 }
@@ -358,6 +389,7 @@ func (c *classifier) noteRan(p string) {
 	}
 	if b := fileBase(p); b != "" && len(c.ran) < maxFileNotes {
 		c.ran = append(c.ran, b)
+		c.ranPaths = append(c.ranPaths, p)
 	}
 }
 
