@@ -41,6 +41,9 @@ type Turn struct {
 	AdmissionID string
 	Generation  int64
 	OwnerEpoch  int64
+	// Started is when the turn began (Run sets it when zero): files that
+	// commands wrote since are unseen by a person (risk.Context.WrittenInTurn).
+	Started time.Time
 }
 
 // Model streams one chat completion (see model.Client.Stream).
@@ -166,6 +169,9 @@ func failed(format string, args ...any) Result {
 // answers without tool calls (completed) or MaxIterations model calls were
 // made (failed), or the model fails (failed with the server's text).
 func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
+	if t.Started.IsZero() {
+		t.Started = time.Now()
+	}
 	transcript, err := r.Journal.Transcript(ctx, t)
 	if err != nil {
 		return failed("load transcript: %v", err)
@@ -371,7 +377,8 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			tools.ErrInvalidTerminalArgs, args.Timeout, int64(limit/time.Second), int64(limit/time.Second), int64(r.Config.TerminalTimeout/time.Second))
 		return
 	}
-	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome})
+	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome,
+		WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
 	if cls.Risk == risk.RiskHardline {
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
 		return
