@@ -108,7 +108,7 @@ var Methods = []MethodSpec{
 	{MethodApprovalRespond, ScopeWrite, RespondParams{}, RespondResult{}},
 	{MethodClarifyRespond, ScopeWrite, RespondParams{}, RespondResult{}},
 	{MethodApprovalsList, ScopeRead, ApprovalsListParams{}, ApprovalsList{}},
-	{MethodSessionUpdate, ScopeWrite, SessionUpdateParams{}, Snapshot{}},
+	{MethodSessionUpdate, ScopeWrite, SessionUpdateParams{}, SessionSummary{}},
 	{MethodSessionDelete, ScopeWrite, SessionDeleteParams{}, SessionDeleteResult{}},
 	{MethodApprovalsRevoke, ScopeWrite, ApprovalsRevokeParams{}, ApprovalsRevokeResult{}},
 	{MethodPairingCode, ScopeOwner, PairingCodeParams{}, PairingCodeResult{}},
