@@ -92,8 +92,10 @@ type MethodSpec struct {
 }
 
 // Methods is every request method the daemon serves, in the order of
-// docs/protocol.md. The server's only notification is NotifySessionEvent,
-// whose params are described by Events.
+// docs/protocol.md. Add new rows at the end: the params fuzzer's seed
+// corpus (daemon/testdata/fuzz/FuzzParams) names methods by their index
+// here. The server's only notification is NotifySessionEvent, whose params
+// are described by Events.
 var Methods = []MethodSpec{
 	{MethodInitialize, ScopeRead, InitializeParams{}, InitializeResult{}},
 	{MethodDaemonInfo, ScopeRead, DaemonInfoParams{}, DaemonInfo{}},
