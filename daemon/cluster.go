@@ -344,7 +344,7 @@ func (w *wakeSet) next() (ids []string, all, ok bool) {
 // and the call returns once the turn no longer runs (settled, or unknown
 // after a takeover) or ctx ends. gen, when > 0, must be the running
 // generation.
-func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen int64) (any, error) {
+func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen int64) (protocol.InterruptResult, error) {
 	var run struct {
 		AdmissionID string `db:"admission_id"`
 		Generation  int64  `db:"execution_generation"`
@@ -355,10 +355,10 @@ func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen i
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && run.Daemon == d.epoch) {
 		return protocol.InterruptResult{}, nil // nothing runs (or it just settled here)
 	} else if err != nil {
-		return nil, err
+		return protocol.InterruptResult{}, err
 	}
 	if gen > 0 && gen != run.Generation {
-		return nil, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation).
+		return protocol.InterruptResult{}, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation).
 			With("execution_generation", run.Generation)
 	}
 	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -368,7 +368,7 @@ func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen i
 		d.bus.Notify(tx, cluster.ChannelSessions, sessionID)
 		return nil
 	}); err != nil {
-		return nil, err
+		return protocol.InterruptResult{}, err
 	}
 	d.log.Info("interrupt requested for a turn running on another daemon", "session_id", sessionID,
 		"admission_id", run.AdmissionID, "execution_generation", run.Generation, "daemon", run.Daemon)
@@ -380,7 +380,7 @@ func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen i
 			Outcome sql.NullString `db:"outcome"`
 		}
 		if err := d.db.Get(ctx, &st, `SELECT status, outcome FROM session_admissions WHERE admission_id = ?`, run.AdmissionID); err != nil {
-			return nil, err
+			return protocol.InterruptResult{}, err
 		}
 		switch {
 		case st.Status == string(admission.StatusUnknown) || st.Outcome.String == string(admission.OutcomeInterrupted):
@@ -394,7 +394,7 @@ func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen i
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return protocol.InterruptResult{}, ctx.Err()
 		}
 		wait = min(2*wait, 250*time.Millisecond)
 	}

@@ -247,8 +247,12 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
 	d.prompts.SetLive(d.sched)
-	d.mux = d.routes()
-	d.pairMux = d.pairRoutes()
+	if d.mux, err = d.routes(); err != nil {
+		return nil, err
+	}
+	if d.pairMux, err = d.pairRoutes(); err != nil {
+		return nil, err
+	}
 
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.ln, err = net.Listen("tcp", cfg.Listen)

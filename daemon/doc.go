@@ -1,14 +1,17 @@
 // Package daemon is the sessiond process lifecycle: configuration, the home
 // directory and its lock, boot recovery, the HTTP/WebSocket server and its
 // authentication, the descriptor, graceful stop, and the JSON-RPC method
-// handlers that wire admission, prompts and agent together (PROTOCOL.md).
+// handlers that wire admission, prompts and agent together (PROTOCOL.md):
+// routes binds one typed handler per row of protocol.Methods (rpc.Bind),
+// and Start refuses to start when a row has no handler or a handler no row.
 // It also owns what operators watch: the audit log (audit.go: one line per
 // transition, fed by the committed events and the handlers), the Prometheus
 // metrics of GET /metrics (metrics.go), and the coalescing of streamed tool
 // output for connections that fall behind (floods.go). pair.go holds the
 // paired clients: one-time codes on GET /pair, per-client tokens stored as
 // SHA-256 hashes, scopes (the `forbidden` guard every handler is wrapped
-// in), revocation, and the sender recorded with admissions and decisions.
+// in, which reads the method's scope from its row and fails closed),
+// revocation, and the sender recorded with admissions and decisions.
 //
 // cluster.go is the daemon's part in a cluster of daemons sharing one store
 // (docs/protocol.md section K): its lease and heartbeats, the takeover of

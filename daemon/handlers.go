@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/prompts"
@@ -15,36 +17,52 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-func (d *Daemon) routes() *rpc.Mux {
-	m := &guardedMux{rpc.NewMux()}
-	defer func() { m.Wrap(wireHandler) }()
-	m.Handle(protocol.MethodInitialize, rpc.Typed(d.initialize))
-	m.Handle(protocol.MethodDaemonInfo, d.daemonInfo)
-	m.Handle(protocol.MethodSessionCreate, rpc.Typed(d.sessionCreate))
-	m.Handle(protocol.MethodSessionResume, rpc.Typed(d.sessionResume))
-	m.Handle(protocol.MethodSessionMessages, rpc.Typed(d.sessionMessages))
-	m.Handle(protocol.MethodSessionList, rpc.Typed(d.sessionList))
-	m.Handle(protocol.MethodPromptSubmit, d.metrics.timed(wireHandler(rpc.Typed(d.promptSubmit))))
-	m.Handle(protocol.MethodPromptCancel, rpc.Typed(d.promptCancel))
-	m.Handle(protocol.MethodInterrupt, rpc.Typed(d.sessionInterrupt))
-	m.Handle(protocol.MethodResolveUnknown, rpc.Typed(d.resolveUnknown))
-	m.Handle(protocol.MethodApprovalRespond, d.respond(prompts.KindApproval))
-	m.Handle(protocol.MethodClarifyRespond, d.respond(prompts.KindClarify))
-	m.Handle(protocol.MethodApprovalsList, rpc.Typed(d.approvalsList))
-	m.Handle(protocol.MethodSessionUpdate, rpc.Typed(d.sessionUpdate))
-	m.Handle(protocol.MethodSessionDelete, rpc.Typed(d.sessionDelete))
-	m.Handle(protocol.MethodApprovalsRevoke, rpc.Typed(d.approvalsRevoke))
-	m.Handle(protocol.MethodPairingCode, d.pairingCode)
-	m.Handle(protocol.MethodClientsList, d.clientsList)
-	m.Handle(protocol.MethodClientsRevoke, d.clientsRevoke)
-	return m.Mux
+// routes binds one typed handler to every method of protocol.Methods that
+// GET /rpc serves (every scope but pairing; auth.pair is pairRoutes'),
+// behind the paired clients' scope guard (pair.go) and the one error path.
+// The error names the rows without a handler and the handlers without a
+// row (Mux.CheckTable); Start refuses to start with it.
+func (d *Daemon) routes() (*rpc.Mux, error) {
+	m := rpc.NewMux()
+	rpc.Bind(m, protocol.MethodInitialize, d.initialize)
+	rpc.Bind(m, protocol.MethodDaemonInfo, d.daemonInfo)
+	rpc.Bind(m, protocol.MethodSessionCreate, d.sessionCreate)
+	rpc.Bind(m, protocol.MethodSessionResume, d.sessionResume)
+	rpc.Bind(m, protocol.MethodSessionMessages, d.sessionMessages)
+	rpc.Bind(m, protocol.MethodSessionList, d.sessionList)
+	rpc.Bind(m, protocol.MethodPromptSubmit, d.promptSubmit)
+	rpc.Bind(m, protocol.MethodPromptCancel, d.promptCancel)
+	rpc.Bind(m, protocol.MethodInterrupt, d.sessionInterrupt)
+	rpc.Bind(m, protocol.MethodResolveUnknown, d.resolveUnknown)
+	rpc.Bind(m, protocol.MethodApprovalRespond, d.respond(prompts.KindApproval))
+	rpc.Bind(m, protocol.MethodClarifyRespond, d.respond(prompts.KindClarify))
+	rpc.Bind(m, protocol.MethodApprovalsList, d.approvalsList)
+	rpc.Bind(m, protocol.MethodSessionUpdate, d.sessionUpdate)
+	rpc.Bind(m, protocol.MethodSessionDelete, d.sessionDelete)
+	rpc.Bind(m, protocol.MethodApprovalsRevoke, d.approvalsRevoke)
+	rpc.Bind(m, protocol.MethodPairingCode, d.pairingCode)
+	rpc.Bind(m, protocol.MethodClientsList, d.clientsList)
+	rpc.Bind(m, protocol.MethodClientsRevoke, d.clientsRevoke)
+	if err := m.CheckTable(rpcMethods()); err != nil {
+		return nil, fmt.Errorf("GET /rpc: %w", err)
+	}
+	m.Wrap(func(name string, h rpc.Handler) rpc.Handler {
+		spec, _ := protocol.Method(name) // the zero spec of a method not in the table fails closed in guard
+		return wireHandler(guard(spec, h))
+	})
+	return m, nil
 }
 
-// guardedMux registers every handler behind the paired clients' scope
-// guard (pair.go).
-type guardedMux struct{ *rpc.Mux }
-
-func (m *guardedMux) Handle(method string, h rpc.Handler) { m.Mux.Handle(method, guard(method, h)) }
+// rpcMethods are the rows of protocol.Methods that GET /rpc serves.
+func rpcMethods() []protocol.MethodSpec {
+	var out []protocol.MethodSpec
+	for _, m := range protocol.Methods {
+		if m.Scope != protocol.ScopePairing {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // wireHandler is the one error path of every handler: the error it
 // returns goes through wireErr.
@@ -108,15 +126,15 @@ func required(field, v string) error {
 	return nil
 }
 
-func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p protocol.InitializeParams) (any, error) {
+func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p protocol.InitializeParams) (protocol.InitializeResult, error) {
 	if p.Protocol != nil && *p.Protocol != protocol.Version {
-		return nil, protocol.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", protocol.Version, *p.Protocol)
+		return protocol.InitializeResult{}, protocol.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", protocol.Version, *p.Protocol)
 	}
 	c.SetValue(clientKey, p.Client)
 	return protocol.InitializeResult{Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch}, nil
 }
 
-func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, p protocol.DaemonInfoParams) (protocol.DaemonInfo, error) {
 	var counts struct {
 		Sessions int64 `db:"sessions"`
 		Held     int64 `db:"held"`
@@ -126,7 +144,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	if err := d.db.Get(ctx, &counts, `SELECT (SELECT count(*) FROM sessions) AS sessions,
 		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
 		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
-		return nil, err
+		return protocol.DaemonInfo{}, err
 	}
 	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: d.epoch,
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
@@ -138,7 +156,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	}
 	if err := d.db.Get(ctx, &cl, `SELECT (SELECT count(*) FROM sessions WHERE owner_daemon = ?) AS owned,
 		(SELECT count(*) FROM boot_epochs WHERE lease_expires_ms > `+d.dialect.NowMS()+`) AS live`, d.epoch); err != nil {
-		return nil, err
+		return protocol.DaemonInfo{}, err
 	}
 	info.Cluster = &protocol.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: cl.Owned, LiveDaemons: cl.Live}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
@@ -150,12 +168,12 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 	return info, nil
 }
 
-func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p protocol.SessionCreateParams) (any, error) {
+func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p protocol.SessionCreateParams) (protocol.Snapshot, error) {
 	if d.draining.Load() {
-		return nil, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and creates no sessions")
+		return protocol.Snapshot{}, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and creates no sessions")
 	}
 	if err := d.normalizeCreate(&p); err != nil {
-		return nil, err
+		return protocol.Snapshot{}, err
 	}
 	var id string
 	err := d.db.InTx(ctx, func(tx *store.Tx) (err error) {
@@ -163,33 +181,34 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return protocol.Snapshot{}, err
 	}
 	d.audit().Info("session created", append(connAttrs(c), "session_id", id, "cwd", p.Cwd, "model", p.Model, "provider", p.Provider)...)
-	return d.resume(c, id, nil)
+	return d.resume(ctx, c, id, nil)
 }
 
-func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, p protocol.ResumeParams) (any, error) {
+func (d *Daemon) sessionResume(ctx context.Context, c *rpc.Conn, p protocol.ResumeParams) (protocol.Snapshot, error) {
 	if err := required("session_id", p.SessionID); err != nil {
-		return nil, err
+		return protocol.Snapshot{}, err
 	}
 	if p.AfterSeq != nil && *p.AfterSeq < 0 {
-		return nil, protocol.InvalidParams("after_seq", "must be >= 0")
+		return protocol.Snapshot{}, protocol.InvalidParams("after_seq", "must be >= 0")
 	}
-	return d.resume(c, p.SessionID, p.AfterSeq)
+	return d.resume(ctx, c, p.SessionID, p.AfterSeq)
 }
 
 // resume subscribes c to the session, then reads the snapshot, and releases
 // buffered events once the response is queued: the client sees the
 // snapshot first, then every event with seq > last_seq exactly once.
-func (d *Daemon) resume(c *rpc.Conn, sessionID string, afterSeq *int64) (any, error) {
+func (d *Daemon) resume(ctx context.Context, c *rpc.Conn, sessionID string, afterSeq *int64) (protocol.Snapshot, error) {
 	release := d.hub.subscribe(c, sessionID)
 	snap, err := d.snapshot(sessionID, afterSeq)
 	if err != nil {
 		d.hub.unsubscribe(c, sessionID)
-		return nil, err
+		return protocol.Snapshot{}, err
 	}
-	return rpc.AfterReply(snap, func() { release(snap.LastSeq) }), nil
+	rpc.OnReplied(ctx, func() { release(snap.LastSeq) })
+	return *snap, nil
 }
 
 // summaryRow is one session.list row as summarySelect reads it.
@@ -220,9 +239,9 @@ const summarySelect = `SELECT s.session_id, s.title, s.cwd, s.created_at,
 	(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
 	FROM sessions s `
 
-func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.SessionListParams) (any, error) {
+func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.SessionListParams) (protocol.SessionList, error) {
 	if p.Limit < 0 {
-		return nil, protocol.InvalidParams("limit", "must be positive")
+		return protocol.SessionList{}, protocol.InvalidParams("limit", "must be positive")
 	}
 	if p.Limit == 0 {
 		p.Limit = 50
@@ -232,7 +251,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.Sessio
 	if p.Cursor != "" {
 		at, id, err := parseListCursor(p.Cursor)
 		if err != nil {
-			return nil, protocol.InvalidParams("cursor", "not a cursor returned by session.list")
+			return protocol.SessionList{}, protocol.InvalidParams("cursor", "not a cursor returned by session.list")
 		}
 		conds, args = append(conds, "(s.created_at, s.session_id) < (?, ?)"), append(args, at, id)
 	}
@@ -249,7 +268,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.Sessio
 		return tx.Select(&rows, summarySelect+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
 	})
 	if err != nil {
-		return nil, err
+		return protocol.SessionList{}, err
 	}
 	out := protocol.SessionList{Sessions: []protocol.SessionSummary{}}
 	for i, r := range rows {
@@ -263,35 +282,36 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.Sessio
 	return out, nil
 }
 
-func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.SubmitParams) (any, error) {
+func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.SubmitParams) (protocol.Receipt, error) {
+	defer d.metrics.timeSubmit(time.Now())
 	if err := required("session_id", p.SessionID); err != nil {
-		return nil, err
+		return protocol.Receipt{}, err
 	}
 	if !admission.ValidInputID(p.InputID) {
-		return nil, protocol.InvalidParams("input_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
+		return protocol.Receipt{}, protocol.InvalidParams("input_id", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	if p.Text == "" {
-		return nil, protocol.InvalidParams("text", "required and non-empty")
+		return protocol.Receipt{}, protocol.InvalidParams("text", "required and non-empty")
 	}
 	if n, max := len(p.Text)+len(p.Attachments), d.cfg.Limits.MaxInputBytes; n > max {
-		return nil, protocol.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
+		return protocol.Receipt{}, protocol.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
 	}
 	if len(p.Attachments) > 0 && string(p.Attachments) != "null" {
 		canon, err := canonicalArray(p.Attachments)
 		if err != nil {
-			return nil, protocol.InvalidParams("attachments", "%v", err)
+			return protocol.Receipt{}, protocol.InvalidParams("attachments", "%v", err)
 		}
 		p.Attachments = canon
 	} else {
 		p.Attachments = nil
 	}
 	if d.draining.Load() {
-		return nil, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
+		return protocol.Receipt{}, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
 	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
 		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0}, d.sched.AtCapacity)
 	if err != nil {
-		return nil, err
+		return protocol.Receipt{}, err
 	}
 	if !rec.Duplicate {
 		d.sched.Wake(p.SessionID)
@@ -315,27 +335,27 @@ func canonicalArray(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p protocol.AdmissionRef) (any, error) {
+func (d *Daemon) promptCancel(ctx context.Context, c *rpc.Conn, p protocol.AdmissionRef) (protocol.Receipt, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
-		return nil, err
+		return protocol.Receipt{}, err
 	}
 	a, err := d.queue.Cancel(ctx, p.SessionID, p.AdmissionID)
 	if err != nil {
-		return nil, err
+		return protocol.Receipt{}, err
 	}
 	return receiptToWire(a.Receipt()), nil
 }
 
-func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p protocol.InterruptParams) (any, error) {
+func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p protocol.InterruptParams) (protocol.InterruptResult, error) {
 	if err := required("session_id", p.SessionID); err != nil {
-		return nil, err
+		return protocol.InterruptResult{}, err
 	}
 	s, err := getSession(d.db.Reads(ctx), p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.InterruptResult{}, err
 	}
 	if p.ExecutionGeneration != nil && *p.ExecutionGeneration != s.ExecutionGeneration {
-		return nil, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
+		return protocol.InterruptResult{}, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)",
 			*p.ExecutionGeneration, s.ExecutionGeneration).With("execution_generation", s.ExecutionGeneration)
 	}
 	var gen int64
@@ -344,7 +364,7 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p protocol.I
 	}
 	a, ok, err := d.sched.Interrupt(ctx, p.SessionID, gen)
 	if err != nil {
-		return nil, err
+		return protocol.InterruptResult{}, err
 	}
 	if !ok {
 		// Not running here: it may run on another daemon of the cluster.
@@ -354,16 +374,16 @@ func (d *Daemon) sessionInterrupt(ctx context.Context, c *rpc.Conn, p protocol.I
 	return protocol.InterruptResult{Interrupted: &id}, nil
 }
 
-func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, p protocol.ResolveUnknownParams) (any, error) {
+func (d *Daemon) resolveUnknown(ctx context.Context, c *rpc.Conn, p protocol.ResolveUnknownParams) (protocol.Receipt, error) {
 	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
-		return nil, err
+		return protocol.Receipt{}, err
 	}
 	if p.ExecutionGeneration == nil {
-		return nil, protocol.InvalidParams("execution_generation", "required: the generation of the unknown admission")
+		return protocol.Receipt{}, protocol.InvalidParams("execution_generation", "required: the generation of the unknown admission")
 	}
 	a, err := d.queue.ResolveUnknownBy(ctx, p.SessionID, p.AdmissionID, *p.ExecutionGeneration, senderJSON(c), d.closePrompts)
 	if err != nil {
-		return nil, err
+		return protocol.Receipt{}, err
 	}
 	// The operator's decision, for whoever is on call next.
 	d.audit().Warn("an unknown admission was resolved by a client: it will never run again; its session's queue moves on",
@@ -378,41 +398,41 @@ func (d *Daemon) closePrompts(tx *store.Tx, a admission.Admission, resolution st
 	return d.prompts.CloseForAdmission(tx, a.SessionID, a.AdmissionID, resolution)
 }
 
-func (d *Daemon) respond(kind string) rpc.Handler {
-	return rpc.Typed(func(ctx context.Context, c *rpc.Conn, p protocol.RespondParams) (any, error) {
+func (d *Daemon) respond(kind string) func(context.Context, *rpc.Conn, protocol.RespondParams) (protocol.RespondResult, error) {
+	return func(ctx context.Context, c *rpc.Conn, p protocol.RespondParams) (protocol.RespondResult, error) {
 		if err := errors.Join(required("session_id", p.SessionID), required("prompt_id", p.PromptID)); err != nil {
-			return nil, err
+			return protocol.RespondResult{}, err
 		}
 		if p.ExecutionGeneration == nil {
-			return nil, protocol.InvalidParams("execution_generation", "required: the prompt's execution_generation")
+			return protocol.RespondResult{}, protocol.InvalidParams("execution_generation", "required: the prompt's execution_generation")
 		}
 		var answer json.RawMessage
 		switch kind {
 		case prompts.KindApproval:
 			if !prompts.ValidChoice(string(p.Choice)) {
-				return nil, protocol.InvalidParams("choice", "must be once, session, always or deny")
+				return protocol.RespondResult{}, protocol.InvalidParams("choice", "must be once, session, always or deny")
 			}
 			answer, _ = json.Marshal(protocol.ApprovalResponse{Choice: p.Choice})
 		default:
 			// A null answer is no answer: it would resolve the prompt
 			// with an empty reply the user never gave.
 			if len(p.Answer) == 0 || string(p.Answer) == "null" {
-				return nil, protocol.InvalidParams("answer", "required: a string or a list of strings")
+				return protocol.RespondResult{}, protocol.InvalidParams("answer", "required: a string or a list of strings")
 			}
 			a, ok := clarifyAnswer(p.Answer)
 			if !ok {
-				return nil, protocol.InvalidParams("answer", "must be a string or a list of strings")
+				return protocol.RespondResult{}, protocol.InvalidParams("answer", "must be a string or a list of strings")
 			}
 			answer, _ = json.Marshal(protocol.ClarifyResponse{Answer: a})
 		}
 		status, err := d.prompts.Respond(ctx, prompts.Response{SessionID: p.SessionID, PromptID: p.PromptID,
 			Kind: kind, Generation: *p.ExecutionGeneration, Answer: answer, AnsweredBy: answeredBy(c)})
 		if err != nil {
-			return nil, err
+			return protocol.RespondResult{}, err
 		}
 		d.auditAnswer(c, p, kind, status, answer)
 		return protocol.RespondResult{Status: protocol.RespondStatus(status), PromptID: p.PromptID}, nil
-	})
+	}
 }
 
 // clarifyAnswer decodes a clarify answer: a string, or a list of strings
@@ -434,10 +454,10 @@ func clarifyAnswer(raw json.RawMessage) (any, bool) {
 	return out, true
 }
 
-func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p protocol.ApprovalsListParams) (any, error) {
+func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p protocol.ApprovalsListParams) (protocol.ApprovalsList, error) {
 	always, err := d.prompts.AlwaysAllowed(ctx)
 	if err != nil {
-		return nil, err
+		return protocol.ApprovalsList{}, err
 	}
 	out := protocol.ApprovalsList{Always: make([]protocol.AllowRule, 0, len(always))}
 	for _, r := range always {
@@ -445,11 +465,11 @@ func (d *Daemon) approvalsList(ctx context.Context, c *rpc.Conn, p protocol.Appr
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
-			return nil, err
+			return protocol.ApprovalsList{}, err
 		}
 		rs, err := d.prompts.SessionAllowed(ctx, p.SessionID)
 		if err != nil {
-			return nil, err
+			return protocol.ApprovalsList{}, err
 		}
 		out.Session = make([]protocol.AllowRule, 0, len(rs))
 		for _, r := range rs {

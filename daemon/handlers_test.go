@@ -54,7 +54,7 @@ func startTestWith(t testing.TB, extra string, script func(*fixtures.FakeModel))
 
 // call runs a typed handler as the routes do: decoded and validated
 // params, the one error path.
-func call[P any](t *testing.T, h func(context.Context, *rpc.Conn, P) (any, error), params any) (any, error) {
+func call[P, R any](t *testing.T, h func(context.Context, *rpc.Conn, P) (R, error), params any) (any, error) {
 	t.Helper()
 	b, _ := json.Marshal(params)
 	return wireHandler(rpc.Typed(h))(context.Background(), nil, b)

@@ -15,15 +15,15 @@ import (
 // session.delete, and approvals.revoke (docs/protocol.md section 4 and
 // Part 2 D).
 
-func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.SessionUpdateParams) (any, error) {
+func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.SessionUpdateParams) (protocol.SessionSummary, error) {
 	if err := required("session_id", p.SessionID); err != nil {
-		return nil, err
+		return protocol.SessionSummary{}, err
 	}
 	if p.Title == nil || strings.TrimSpace(*p.Title) == "" {
-		return nil, protocol.InvalidParams("title", "required: the new title")
+		return protocol.SessionSummary{}, protocol.InvalidParams("title", "required: the new title")
 	}
 	if len(*p.Title) > 500 {
-		return nil, protocol.InvalidParams("title", "longer than 500 bytes")
+		return protocol.SessionSummary{}, protocol.InvalidParams("title", "longer than 500 bytes")
 	}
 	var old string
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
@@ -36,7 +36,7 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return protocol.SessionSummary{}, err
 	}
 	d.audit().Info("session renamed", append(connAttrs(c), "session_id", p.SessionID, "old_title", old, "title", *p.Title)...)
 	return d.sessionSummary(ctx, p.SessionID)
@@ -55,21 +55,21 @@ func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (protocol
 	return r.summary(), nil
 }
 
-func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p protocol.SessionDeleteParams) (any, error) {
+func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p protocol.SessionDeleteParams) (protocol.SessionDeleteResult, error) {
 	if err := required("session_id", p.SessionID); err != nil {
-		return nil, err
+		return protocol.SessionDeleteResult{}, err
 	}
 	if err := d.queue.DeleteSession(ctx, p.SessionID); err != nil {
 		if errors.Is(err, admission.ErrSessionNotFound) {
-			return nil, protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", p.SessionID).With("session_id", p.SessionID)
+			return protocol.SessionDeleteResult{}, protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", p.SessionID).With("session_id", p.SessionID)
 		}
 		err = wireErr(err)
 		var re *protocol.Error
 		if errors.As(err, &re) {
 			re = re.With("session_id", p.SessionID)
-			return nil, re
+			return protocol.SessionDeleteResult{}, re
 		}
-		return nil, err
+		return protocol.SessionDeleteResult{}, err
 	}
 	// Nothing more will be published for it: subscribers stop waiting.
 	d.hub.dropSession(p.SessionID)
@@ -77,17 +77,17 @@ func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	return protocol.SessionDeleteResult{Deleted: true}, nil
 }
 
-func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p protocol.ApprovalsRevokeParams) (any, error) {
+func (d *Daemon) approvalsRevoke(ctx context.Context, c *rpc.Conn, p protocol.ApprovalsRevokeParams) (protocol.ApprovalsRevokeResult, error) {
 	if strings.TrimSpace(p.Pattern) == "" {
-		return nil, protocol.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
+		return protocol.ApprovalsRevokeResult{}, protocol.InvalidParams("pattern", "required: a pattern as approvals.list shows it")
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
-			return nil, err
+			return protocol.ApprovalsRevokeResult{}, err
 		}
 	}
 	if err := d.prompts.Revoke(ctx, p.SessionID, p.Pattern); err != nil {
-		return nil, err
+		return protocol.ApprovalsRevokeResult{}, err
 	}
 	scope := "always"
 	if p.SessionID != "" {

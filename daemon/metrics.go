@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -118,15 +117,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // observeCommit is the store's commit observer.
 func (m *metrics) observeCommit(d time.Duration, _ int) { m.storeCommit.Observe(d.Seconds()) }
 
-// timed wraps the prompt.submit handler with its latency histogram.
-func (m *metrics) timed(h rpc.Handler) rpc.Handler {
-	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-		start := time.Now()
-		res, err := h(ctx, c, params)
-		m.submitLatency.Observe(time.Since(start).Seconds())
-		return res, err
-	}
-}
+// timeSubmit observes the latency of a prompt.submit that began at start
+// (deferred by its handler).
+func (m *metrics) timeSubmit(start time.Time) { m.submitLatency.Observe(time.Since(start).Seconds()) }
 
 // observe counts a committed event.
 func (m *metrics) observe(e store.Event) {

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -191,23 +192,40 @@ func (d *Daemon) authenticate(r *http.Request) (id identity, ok bool) {
 	return identity{ClientID: row.ClientID, Label: row.Label, SessionID: row.SessionID.String, ReadOnly: row.ReadOnly}, true
 }
 
-// pairRoutes is the mux of GET /pair: initialize and auth.pair; every other
-// method of the daemon is refused with forbidden.
-func (d *Daemon) pairRoutes() *rpc.Mux {
+// pairRoutes is the mux of GET /pair: initialize and the pairing-scope
+// methods (auth.pair); every other method of protocol.Methods is refused
+// with forbidden. The error says which of those has no handler bound.
+func (d *Daemon) pairRoutes() (*rpc.Mux, error) {
 	m := rpc.NewMux()
-	defer func() { m.Wrap(wireHandler) }()
-	m.Handle(protocol.MethodInitialize, rpc.Typed(d.initialize))
-	m.Handle(protocol.MethodPair, d.pair)
-	for _, name := range d.mux.Methods() {
-		if name == protocol.MethodInitialize {
+	rpc.Bind(m, protocol.MethodInitialize, d.initialize)
+	rpc.Bind(m, protocol.MethodPair, d.pair)
+	if err := m.CheckTable(pairMethods()); err != nil {
+		return nil, fmt.Errorf("GET /pair: %w", err)
+	}
+	for _, spec := range protocol.Methods {
+		if _, ok := m.Handler(spec.Name); ok {
 			continue
 		}
-		name := name
+		name := spec.Name
 		m.Handle(name, func(context.Context, *rpc.Conn, json.RawMessage) (any, error) {
 			return nil, protocol.Errorf(protocol.ReasonForbidden, "%s is not available on /pair: only initialize and auth.pair; reconnect to /rpc with the token auth.pair returns", name)
 		})
 	}
-	return m
+	m.Wrap(func(_ string, h rpc.Handler) rpc.Handler { return wireHandler(h) })
+	return m, nil
+}
+
+// pairMethods are the rows GET /pair serves: initialize and every method
+// of scope pairing.
+func pairMethods() []protocol.MethodSpec {
+	init, _ := protocol.Method(protocol.MethodInitialize)
+	out := []protocol.MethodSpec{init}
+	for _, m := range protocol.Methods {
+		if m.Scope == protocol.ScopePairing {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (d *Daemon) servePair(w http.ResponseWriter, r *http.Request) {
@@ -218,23 +236,19 @@ func (d *Daemon) servePair(w http.ResponseWriter, r *http.Request) {
 }
 
 // pairingCode is auth.pairing_code (owner only).
-func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p protocol.PairingCodeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, p protocol.PairingCodeParams) (protocol.PairingCodeResult, error) {
 	ttl := defaultCodeTTL
 	if p.TTLSeconds < 0 || time.Duration(p.TTLSeconds)*time.Second > maxCodeTTL {
-		return nil, protocol.InvalidParams("ttl_seconds", "must be 1..%d", int(maxCodeTTL/time.Second))
+		return protocol.PairingCodeResult{}, protocol.InvalidParams("ttl_seconds", "must be 1..%d", int(maxCodeTTL/time.Second))
 	} else if p.TTLSeconds > 0 {
 		ttl = time.Duration(p.TTLSeconds) * time.Second
 	}
 	if err := validLabel(p.Label); err != nil {
-		return nil, err
+		return protocol.PairingCodeResult{}, err
 	}
 	if p.SessionID != "" {
 		if _, err := getSession(d.db.Reads(ctx), p.SessionID); err != nil {
-			return nil, wireErr(err)
+			return protocol.PairingCodeResult{}, wireErr(err)
 		}
 	}
 	code := newCode()
@@ -251,7 +265,7 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, params json.RawMe
 		return err
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return protocol.PairingCodeResult{}, wireErr(err)
 	}
 	d.audit().Info("pairing code issued", append(connAttrs(c), "label", p.Label, "scope_session_id", p.SessionID,
 		"read_only", p.ReadOnly, "expires_at", expires)...)
@@ -276,25 +290,21 @@ var errBadCode = protocol.Errorf(protocol.ReasonForbidden, "pairing code unknown
 
 // pair is auth.pair (GET /pair only): it redeems a code once and creates
 // the paired client.
-func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p protocol.PairParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (protocol.PairResult, error) {
 	if err := required("code", p.Code); err != nil {
-		return nil, err
+		return protocol.PairResult{}, err
 	}
 	if err := validLabel(p.Label); err != nil {
-		return nil, err
+		return protocol.PairResult{}, err
 	}
 	peer := peerOf(c)
 	if !d.pairLimit.allow(peer, time.Now()) {
-		return nil, protocol.Errorf(protocol.ReasonOverloaded, "too many failed pairing attempts from this peer; retry in a minute")
+		return protocol.PairResult{}, protocol.Errorf(protocol.ReasonOverloaded, "too many failed pairing attempts from this peer; retry in a minute")
 	}
 	code := normalizeCode(p.Code)
 	if len(code) != codeLen {
 		d.pairLimit.fail(peer, time.Now())
-		return nil, errBadCode
+		return protocol.PairResult{}, errBadCode
 	}
 	token := newToken()
 	out := protocol.PairResult{ClientID: "cli_" + uuid.Must(uuid.NewV7()).String(), Token: token}
@@ -334,7 +344,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 			d.pairLimit.fail(peer, time.Now())
 			d.audit().Warn("pairing refused: bad code", append(connAttrs(c), "peer", peer)...)
 		}
-		return nil, wireErr(err)
+		return protocol.PairResult{}, wireErr(err)
 	}
 	d.audit().Info("client paired", append(connAttrs(c), "client_id", out.ClientID, "label", out.Label, "peer", peer)...)
 	return out, nil
@@ -342,7 +352,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, params json.RawMessage) 
 
 // clientsList is clients.list (owner only): every paired client, newest
 // first, revoked ones included.
-func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
+func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, p protocol.ClientsListParams) (protocol.ClientsList, error) {
 	var rows []struct {
 		ClientID   string         `db:"client_id"`
 		Label      string         `db:"label"`
@@ -354,7 +364,7 @@ func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, params json.RawMe
 	}
 	if err := d.db.Select(ctx, &rows, `SELECT client_id, label, scope_session_id, read_only, created_at, last_used_at, revoked_at
 		FROM clients ORDER BY created_at DESC, client_id DESC`); err != nil {
-		return nil, wireErr(err)
+		return protocol.ClientsList{}, wireErr(err)
 	}
 	out := protocol.ClientsList{Clients: make([]protocol.PairedClient, 0, len(rows))}
 	for _, r := range rows {
@@ -368,13 +378,9 @@ func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, params json.RawMe
 // now on and the client's open connections are closed with 1008.
 // Revoking a revoked client again is not an error (revoked stays true,
 // closed 0); an unknown id is not_found.
-func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
-	var p protocol.ClientRef
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, p protocol.ClientRef) (protocol.RevokeResult, error) {
 	if err := required("client_id", p.ClientID); err != nil {
-		return nil, err
+		return protocol.RevokeResult{}, err
 	}
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		var id string
@@ -385,7 +391,7 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, params json.Raw
 		return err
 	})
 	if err != nil {
-		return nil, wireErr(err)
+		return protocol.RevokeResult{}, wireErr(err)
 	}
 	var victims []*rpc.Conn
 	d.connMu.Lock()
@@ -453,52 +459,60 @@ func (l *pairLimiter) fail(peer string, now time.Time) {
 	st.failures++
 }
 
-// Method classes of the scope guard.
-var (
-	ownerOnly = map[string]bool{protocol.MethodPairingCode: true, protocol.MethodClientsList: true, protocol.MethodClientsRevoke: true}
-	// mutating methods, refused to read-only clients
-	mutating = map[string]bool{protocol.MethodSessionCreate: true, protocol.MethodPromptSubmit: true, protocol.MethodPromptCancel: true,
-		protocol.MethodInterrupt: true, protocol.MethodResolveUnknown: true, protocol.MethodApprovalRespond: true,
-		protocol.MethodClarifyRespond: true, protocol.MethodSessionUpdate: true, protocol.MethodSessionDelete: true,
-		protocol.MethodApprovalsRevoke: true}
-)
-
-// guard enforces a paired client's scope before h: owner-only methods and
-// (for read-only clients) mutating ones are forbidden; a session-scoped
-// client cannot create sessions and other sessions are not_found to it.
-// The owner passes untouched.
-func guard(method string, h rpc.Handler) rpc.Handler {
+// guard enforces a paired client's scope, read from the method's row of
+// protocol.Methods, before h; the owner passes untouched. Every paired
+// client is refused (forbidden) the owner methods, and a method that is
+// not a row (fail closed); a read-only one every write method. A
+// session-scoped client (docs/protocol.md, Part 2, I) is refused a
+// daemon-wide write (session.create; approvals.revoke of an "always"
+// rule, i.e. without session_id), and any other session is not_found to
+// it; daemon-wide reads pass (session.list lists its session only).
+func guard(spec protocol.MethodSpec, h rpc.Handler) rpc.Handler {
 	return func(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
 		id := identOf(c)
 		if id.ClientID == "" {
 			return h(ctx, c, params)
 		}
-		if ownerOnly[method] {
-			return nil, protocol.Errorf(protocol.ReasonForbidden, "%s needs the daemon's own token; paired client %s may not call it", method, id.ClientID)
-		}
-		if id.ReadOnly && mutating[method] {
-			return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is read-only: %s is not allowed", id.ClientID, method)
-		}
-		if id.SessionID != "" {
-			switch method {
-			case protocol.MethodSessionCreate:
-				return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s and cannot create sessions", id.ClientID, id.SessionID)
-			case protocol.MethodSessionList, protocol.MethodInitialize, protocol.MethodDaemonInfo:
-			default:
-				var p struct {
-					SessionID string `json:"session_id"`
-				}
-				_ = json.Unmarshal(params, &p) // a bad shape is the handler's to report
-				if p.SessionID == "" && method == protocol.MethodApprovalsRevoke {
-					return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s: it cannot revoke an \"always\" rule", id.ClientID, id.SessionID)
-				}
-				if p.SessionID != "" && p.SessionID != id.SessionID {
-					return nil, protocol.Errorf(protocol.ReasonNotFound, "session not found: %s", p.SessionID)
-				}
+		switch spec.Scope {
+		case protocol.ScopeRead:
+		case protocol.ScopeWrite:
+			if id.ReadOnly {
+				return nil, protocol.Errorf(protocol.ReasonForbidden, "paired client %s is read-only: %s is not allowed", id.ClientID, spec.Name)
 			}
+		default: // owner; pairing and unknown methods are never a paired client's
+			return nil, protocol.Errorf(protocol.ReasonForbidden, "%s needs the daemon's own token; paired client %s may not call it", spec.Name, id.ClientID)
+		}
+		if id.SessionID == "" {
+			return h(ctx, c, params)
+		}
+		reach := spec.SessionReach()
+		var p struct {
+			SessionID string `json:"session_id"`
+		}
+		if reach != protocol.ReachDaemon {
+			_ = json.Unmarshal(params, &p) // a bad shape is the handler's to report
+		}
+		daemonWide := reach == protocol.ReachDaemon || (reach == protocol.ReachSessionOrDaemon && p.SessionID == "")
+		if daemonWide && spec.Scope == protocol.ScopeWrite {
+			return nil, beyondSession(spec.Name, id)
+		}
+		if p.SessionID != "" && p.SessionID != id.SessionID {
+			return nil, protocol.Errorf(protocol.ReasonNotFound, "session not found: %s", p.SessionID)
 		}
 		return h(ctx, c, params)
 	}
+}
+
+// beyondSession is the refusal of a daemon-wide write to a session-scoped
+// paired client.
+func beyondSession(method string, id identity) error {
+	switch method {
+	case protocol.MethodSessionCreate:
+		return protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s and cannot create sessions", id.ClientID, id.SessionID)
+	case protocol.MethodApprovalsRevoke:
+		return protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s: it cannot revoke an \"always\" rule", id.ClientID, id.SessionID)
+	}
+	return protocol.Errorf(protocol.ReasonForbidden, "paired client %s is limited to session %s: %s acts beyond it", id.ClientID, id.SessionID, method)
 }
 
 // hostOnly strips the port of a RemoteAddr.

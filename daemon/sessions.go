@@ -327,7 +327,7 @@ func pageWire(p store.Page) []protocol.Message {
 // sessionMessages is session.messages: a page of older messages than
 // before_id (the newest when omitted), oldest first, bounded like a
 // snapshot but with fields up to MaxSnapshotBytes.
-func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p protocol.MessagesParams) (any, error) {
+func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p protocol.MessagesParams) (protocol.MessagesResult, error) {
 	limit := p.Limit
 	if limit == 0 {
 		limit = protocol.DefaultMessagesLimit
@@ -350,7 +350,7 @@ func (d *Daemon) sessionMessages(ctx context.Context, c *rpc.Conn, p protocol.Me
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return protocol.MessagesResult{}, err
 	}
 	return out, nil
 }

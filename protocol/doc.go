@@ -6,6 +6,14 @@
 // and outcome enums, the error reasons and the one refusal error type
 // (*Error) that carries its reason.
 //
+// Methods is the one method table: each MethodSpec names a method, its
+// Scope (read, write, owner, pairing; no default) and its params and result
+// types. Dispatch (rpc.Bind, one typed handler per row), the paired
+// clients' scope guard, `sessiond schema`, the TypeScript types, the params
+// fuzzer and the method table of docs/protocol.md are derived from it.
+// Adding a method is a row here, its handler bound in daemon.routes, and
+// its test.
+//
 // It is a leaf: it imports only the standard library, so every layer (rpc,
 // daemon, admission, prompts, agent, sessionctl, tests) speaks the same types,
 // and `sessiond schema` derives docs/schema.json from them.

@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sessiond/sessiond/protocol"
 	"log/slog"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // Version is the only JSON-RPC version spoken.
@@ -26,29 +29,85 @@ const Version = "2.0"
 type Handler func(ctx context.Context, c *Conn, params json.RawMessage) (any, error)
 
 // Mux maps method names to handlers. Register everything before serving.
-type Mux struct{ handlers map[string]Handler }
+// Bind registers the typed handler of a row of protocol.Methods; Handle
+// registers a raw one (tests, refusals); CheckTable says whether the bound
+// methods are exactly the rows a server must serve.
+type Mux struct {
+	handlers map[string]Handler
+	bound    map[string]bool // registered by Bind
+}
 
 // NewMux returns an empty Mux.
-func NewMux() *Mux { return &Mux{handlers: map[string]Handler{}} }
+func NewMux() *Mux { return &Mux{handlers: map[string]Handler{}, bound: map[string]bool{}} }
 
 // Typed adapts a handler of typed params P (a protocol params struct): the
 // params are decoded with Decode, which also runs P's Validate, before h
 // runs; a decoding or validation error is the response.
-func Typed[P any](h func(ctx context.Context, c *Conn, p P) (any, error)) Handler {
+func Typed[P, R any](h func(ctx context.Context, c *Conn, p P) (R, error)) Handler {
 	return func(ctx context.Context, c *Conn, params json.RawMessage) (any, error) {
 		var p P
 		if err := Decode(params, &p); err != nil {
 			return nil, err
 		}
-		return h(ctx, c, p)
+		r, err := h(ctx, c, p)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 }
 
-// Wrap replaces every registered handler h with wrap(h), e.g. to give all
-// of them one error path.
-func (m *Mux) Wrap(wrap func(Handler) Handler) {
+// Bind registers h as the handler of the method called name, a row of
+// protocol.Methods: P must be the row's params type and R its result type.
+// Params are decoded and validated as Typed does. It panics (a programming
+// error, at start-up) when name is not in the table, the types differ
+// from the row's, or the method is already registered.
+func Bind[P, R any](m *Mux, name string, h func(ctx context.Context, c *Conn, p P) (R, error)) {
+	spec, ok := protocol.Method(name)
+	if !ok {
+		panic("rpc: Bind " + name + ": not a method of protocol.Methods")
+	}
+	if pt, want := reflect.TypeFor[P](), reflect.TypeOf(spec.Params); pt != want {
+		panic(fmt.Sprintf("rpc: Bind %s: params %v, but protocol.Methods says %v", name, pt, want))
+	}
+	if rt, want := reflect.TypeFor[R](), reflect.TypeOf(spec.Result); rt != want {
+		panic(fmt.Sprintf("rpc: Bind %s: result %v, but protocol.Methods says %v", name, rt, want))
+	}
+	m.Handle(name, Typed(h))
+	m.bound[name] = true
+}
+
+// CheckTable returns an error naming every row of want that has no handler
+// registered by Bind, and every registered method that is not a row of
+// want; nil when they are the same set. A server checks its mux against
+// the rows it must serve before it serves.
+func (m *Mux) CheckTable(want []protocol.MethodSpec) error {
+	var missing, extra []string
+	rows := map[string]bool{}
+	for _, s := range want {
+		rows[s.Name] = true
+		if !m.bound[s.Name] {
+			missing = append(missing, s.Name)
+		}
+	}
+	for name := range m.handlers {
+		if !rows[name] {
+			extra = append(extra, name)
+		}
+	}
+	if len(missing) == 0 && len(extra) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	return fmt.Errorf("rpc: the handlers do not match the method table: no handler bound for %v; not in the table: %v", missing, extra)
+}
+
+// Wrap replaces every registered handler h of method name with
+// wrap(name, h), e.g. to give all of them one error path or a guard.
+func (m *Mux) Wrap(wrap func(name string, h Handler) Handler) {
 	for k, h := range m.handlers {
-		m.handlers[k] = wrap(h)
+		m.handlers[k] = wrap(k, h)
 	}
 }
 
@@ -67,12 +126,13 @@ func (m *Mux) Handler(method string) (Handler, bool) {
 	return h, ok
 }
 
-// Methods lists the registered method names.
+// Methods lists the registered method names, sorted.
 func (m *Mux) Methods() []string {
 	out := make([]string, 0, len(m.handlers))
 	for k := range m.handlers {
 		out = append(out, k)
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -346,29 +406,31 @@ func (c *Conn) dispatch(data []byte) {
 	go func() {
 		defer c.handlers.Done()
 		defer func() { <-c.inflight }()
-		result, err := c.call(h, method, params)
-		if isNotification {
-			if a, ok := result.(*afterReply); ok {
-				a.then()
+		var then func()
+		result, err := c.call(h, method, params, &then)
+		if err != nil {
+			if !isNotification {
+				c.replyError(id, protocol.AsError(err))
 			}
 			return
 		}
-		if err != nil {
-			c.replyError(id, protocol.AsError(err))
-			return
+		if !isNotification {
+			c.reply(id, result)
 		}
-		c.reply(id, result)
+		if then != nil {
+			then()
+		}
 	}()
 }
 
-func (c *Conn) call(h Handler, method string, params json.RawMessage) (result any, err error) {
+func (c *Conn) call(h Handler, method string, params json.RawMessage, then *func()) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.opt.Logger.Error("rpc handler panicked", "method", method, "panic", fmt.Sprint(p))
 			err = protocol.Errorf(protocol.ReasonInternal, "internal error in %s", method)
 		}
 	}()
-	return h(c.ctx, c, params)
+	return h(context.WithValue(c.ctx, repliedKey{}, then), c, params)
 }
 
 type wireResponse struct {
@@ -384,22 +446,24 @@ type wireError struct {
 	Data    map[string]any `json:"data,omitempty"`
 }
 
-// AfterReply wraps a handler result so that then runs right after the
-// response frame is queued on the connection (before any frame queued
-// later). session.resume uses it to release buffered events after the
-// snapshot.
-func AfterReply(result any, then func()) any { return &afterReply{result, then} }
-
-type afterReply struct {
-	result any
-	then   func()
+// OnReplied makes then run right after the response frame of the request
+// served under ctx is queued on the connection (before any frame queued
+// later), e.g. session.resume releases the events it buffered after the
+// snapshot. It runs only when the handler returns a result (for a
+// notification: once the handler returned without error), and at most
+// once per request: a second call replaces the first. Outside a request
+// (a handler called directly, in tests) then runs at once.
+func OnReplied(ctx context.Context, then func()) {
+	if slot, ok := ctx.Value(repliedKey{}).(*func()); ok {
+		*slot = then
+		return
+	}
+	then()
 }
 
+type repliedKey struct{}
+
 func (c *Conn) reply(id json.RawMessage, result any) {
-	if a, ok := result.(*afterReply); ok {
-		defer a.then()
-		result = a.result
-	}
 	if result == nil {
 		result = struct{}{}
 	}

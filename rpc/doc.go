@@ -4,8 +4,11 @@
 // matched by id, server notifications through a bounded per-connection send
 // queue (a slow reader is closed with status 1008). The vocabulary (method
 // names, params and results, event payloads, reasons, *Error) lives in the
-// leaf package protocol, which callers name directly (rpc keeps no aliases). Typed
-// registers a handler of typed params: Decode runs the params' Validate.
+// leaf package protocol, which callers name directly (rpc keeps no aliases).
+// Bind registers the typed handler func(ctx, *Conn, P) (R, error) of a row
+// of protocol.Methods, checking P and R against the row (Decode runs the
+// params' Validate); Mux.CheckTable says whether the bound methods are
+// exactly the table's; OnReplied runs a hook right after a response.
 //
 // The client side (Dial, Client) speaks the same wire for sessionctl and
 // other Go clients: bearer-token or subprotocol authentication, concurrent

@@ -17,13 +17,13 @@ import (
 	"github.com/coder/websocket"
 )
 
-// fuzzAfterRuns counts the AfterReply hooks run by the "after" method of
+// fuzzAfterRuns counts the OnReplied hooks run by the "after" method of
 // fuzzMux; every call of it, request or notification, must run its hook
 // exactly once.
 var fuzzAfterRuns atomic.Int64
 
 // fuzzMux has one method per kind of handler outcome: a result, a refusal,
-// a params decode, a plain Go error, a panic and an AfterReply result.
+// a params decode, a plain Go error, a panic and an OnReplied hook.
 func fuzzMux() *Mux {
 	m := NewMux()
 	m.Handle("echo", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) {
@@ -51,7 +51,8 @@ func fuzzMux() *Mux {
 	})
 	m.Handle("panic", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) { panic("boom") })
 	m.Handle("after", func(ctx context.Context, c *Conn, p json.RawMessage) (any, error) {
-		return AfterReply("after", func() { fuzzAfterRuns.Add(1) }), nil
+		OnReplied(ctx, func() { fuzzAfterRuns.Add(1) })
+		return "after", nil
 	})
 	return m
 }
@@ -315,7 +316,7 @@ func FuzzDispatch(f *testing.F) {
 				wantRuns = 1
 			}
 			if got := fuzzAfterRuns.Load() - before; got != wantRuns {
-				t.Fatalf("frame %.300q: AfterReply hook ran %d times, want %d", data, got, wantRuns)
+				t.Fatalf("frame %.300q: OnReplied hook ran %d times, want %d", data, got, wantRuns)
 			}
 		}
 		if !want.reply {

@@ -3,6 +3,7 @@ package schema_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -125,4 +126,34 @@ func TestSchemaNamesEveryMethod(t *testing.T) {
 			}
 		}
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the method table of docs/protocol.md")
+
+// docs/protocol.md carries the method table of protocol.Methods (name,
+// scope, params, result); -update rewrites it.
+func TestDocsMethodTable(t *testing.T) {
+	const path = "../../docs/protocol.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	begin := strings.Index(text, schema.MethodTableBegin)
+	end := strings.Index(text, schema.MethodTableEnd)
+	if begin < 0 || end < begin {
+		t.Fatalf("%s has no method table between %q and %q", path, schema.MethodTableBegin, schema.MethodTableEnd)
+	}
+	end += len(schema.MethodTableEnd) + 1
+	want := schema.MethodTable()
+	if text[begin:end] == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(text[:begin]+want+text[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("the method table of %s is stale: run `go test ./protocol/schema -run TestDocsMethodTable -update`; want\n%s", path, want)
 }
