@@ -1,0 +1,372 @@
+//go:build linux
+
+package sandbox
+
+// Attack round on the allowlisted view (branch attack): each
+// TestAttackView… that is not marked "passes" FAILS on the code it was
+// written against and says what should hold; those marked "passes" are
+// attacks the view held, kept as regression tests.
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitRepo makes a repository with one commit in dir.
+func gitRepo(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+}
+
+// gitConfig is what the person's next git command in dir reads for key
+// (outside the sandbox).
+func gitConfig(dir, key string) string {
+	out, _ := exec.Command("git", "-C", dir, "config", "--get", key).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// evilRepo is shell that makes, in the workspace, a copy of the
+// repository's common directory whose config runs a command on the
+// person's next git status (core.fsmonitor) and whose hooks run on
+// commit.
+const evilRepo = `mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && mkdir .evil/hooks &&
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch /tmp/PWNED-fsmonitor; false"\n' > .evil/config &&
+printf '#!/bin/sh\ntouch /tmp/PWNED-hook\n' > .evil/hooks/pre-commit && chmod +x .evil/hooks/pre-commit`
+
+// TestAttackViewGitCommondir (FAILS): .git/config and .git/hooks are
+// read-only, but the rest of .git is writable, and git reads the config
+// and the hooks of the common directory named by .git/commondir (for any
+// git directory, not only a worktree's). The command copies the
+// repository into .evil with a config of its own and writes
+// "../.evil" into .git/commondir: the person's next `git status` in the
+// workspace runs core.fsmonitor outside the sandbox (persistence, code
+// execution as the daemon's user). What should hold: the cwd's
+// repository configuration cannot be redirected (git's config of the
+// workspace is what it was).
+func TestAttackViewGitCommondir(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, evilRepo+` && echo ../.evil > .git/commondir`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
+		t.Errorf("the person's git in the workspace now runs core.fsmonitor %q (from .git/commondir)", got)
+	}
+	if got := gitConfig(l.work, "core.hooksPath"); got != "" {
+		t.Errorf("core.hooksPath %q", got)
+	}
+}
+
+// TestAttackViewGitFile (FAILS): when the cwd's .git is a file (a `git
+// worktree`, a submodule checkout: "gitdir: …"), freezeRepos skips it,
+// so the command rewrites it to name a repository of its own in the
+// workspace, whose config sets core.fsmonitor: the person's next `git
+// status` in that worktree runs it outside the sandbox. What should hold:
+// the cwd's .git, a file, is read-only like .git/config.
+func TestAttackViewGitFile(t *testing.T) {
+	l := newLayout(t)
+	main := filepath.Join(l.root, "main")
+	os.Mkdir(main, 0o700)
+	gitRepo(t, main)
+	wt := filepath.Join(l.root, "wt")
+	if out, err := exec.Command("git", "-C", main, "worktree", "add", "-q", "--detach", wt).CombinedOutput(); err != nil {
+		t.Fatalf("worktree: %v %s", err, out)
+	}
+	s := l.spec(ModeWorkspaceWrite, wt)
+	s.Policy.ReadableRoots = []string{main}
+	out, code := run(t, s, `git init -q .evil && git -C .evil config core.fsmonitor "touch /tmp/PWNED-fsmonitor; false" && echo "gitdir: .evil/.git" > .git`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(wt, "core.fsmonitor"); got != "" {
+		t.Errorf("the person's git in the worktree now runs core.fsmonitor %q (.git file rewritten)", got)
+	}
+}
+
+// TestAttackViewHomeNestedStartupCreated (FAILS): with the home in a
+// writable location (cwd ~, or writable_roots containing it), only the
+// start-up files that exist are bound read-only; the nested ones that do
+// not exist yet (.config/git, .config/systemd, .config/autostart,
+// .config/environment.d, .local/bin) are created in their parent, which
+// is writable. `~/.config/git/config` with core.fsmonitor runs in every
+// git command of the person, `~/.config/systemd/user/*.service` with a
+// default.target.wants link at the next login, `~/.local/bin/ls` is on
+// Debian's login PATH. What should hold: none of StartupFiles can be
+// created.
+func TestAttackViewHomeNestedStartupCreated(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	for _, d := range []string{".config", ".local/share"} {
+		os.MkdirAll(filepath.Join(home, d), 0o700)
+	}
+	s := l.spec(ModeWorkspaceWrite, home)
+	s.Home = home
+	out, code := run(t, s, `cd "`+home+`" &&
+mkdir -p .config/git && printf '[core]\n\tfsmonitor = "touch /tmp/PWNED; false"\n' > .config/git/config;
+mkdir -p .config/systemd/user/default.target.wants && echo '[Service]' > .config/systemd/user/evil.service;
+mkdir -p .config/autostart && echo x > .config/autostart/evil.desktop;
+mkdir -p .config/environment.d && echo LD_PRELOAD=/x > .config/environment.d/evil.conf;
+mkdir -p .local/bin && echo x > .local/bin/ls; true`)
+	t.Logf("command: %d %s", code, out)
+	for _, f := range []string{".config/git/config", ".config/systemd/user/evil.service", ".config/autostart/evil.desktop", ".config/environment.d/evil.conf", ".local/bin/ls"} {
+		if _, err := os.Lstat(filepath.Join(home, f)); err == nil {
+			t.Errorf("~/%s was created by a sandboxed command", f)
+		}
+	}
+}
+
+// TestAttackViewHomeBashAliases (FAILS): with the home in a writable
+// location, an existing top-level file that is not in StartupFiles is
+// bound writable; ~/.bash_aliases is sourced by every interactive bash
+// of Debian's and Ubuntu's default ~/.bashrc (/etc/skel/.bashrc), so code
+// appended to it runs in the person's next shell, outside the sandbox.
+// What should hold: it stays read-only like ~/.bashrc.
+func TestAttackViewHomeBashAliases(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, ".bashrc"), []byte("[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".bash_aliases"), []byte("alias ll='ls -l'\n"), 0o644)
+	s := l.spec(ModeWorkspaceWrite, home)
+	s.Home = home
+	out, code := run(t, s, `echo 'touch /tmp/PWNED' >> "`+home+`/.bash_aliases"`)
+	t.Logf("command: %d %s", code, out)
+	mustFile(t, filepath.Join(home, ".bash_aliases"), "alias ll='ls -l'\n")
+}
+
+// TestAttackViewCredentialStoreSymlink (FAILS): a credential store that
+// is a symlink (~/.ssh -> dotfiles/ssh, as GNU stow and dotfile managers
+// make them) is not covered: cover() skips a symlink, "what it leads to is
+// covered where it is", but what it leads to is not in the list. The
+// command reads the private key through the symlink or at its target.
+// What should hold: the store's contents are out of the view.
+func TestAttackViewCredentialStoreSymlink(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.MkdirAll(filepath.Join(home, "dotfiles/ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, "dotfiles/ssh/id_ed25519"), []byte("SSH-KEY"), 0o600)
+	os.Symlink("dotfiles/ssh", filepath.Join(home, ".ssh"))
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home = home
+	out, _ := run(t, s, `cat "`+home+`/.ssh/id_ed25519"; cat "`+home+`/dotfiles/ssh/id_ed25519"; true`)
+	if strings.Contains(out, "SSH-KEY") {
+		t.Errorf("the private key of a symlinked ~/.ssh is readable: %q", out)
+	}
+}
+
+// TestAttackViewWritableRootInCredentialStore (FAILS): makePlan leaves a
+// credential store uncovered when a writable location lies inside it.
+// `writable_roots: [~/.kube/cache]` (kubectl's discovery cache, the kind
+// of cache the README tells people to make writable) brings the whole
+// ~/.kube into the view: the command reads ~/.kube/config, the cluster
+// credentials. Same for ~/.docker/buildx and ~/.docker/config.json.
+// What should hold: the rest of the store stays out.
+func TestAttackViewWritableRootInCredentialStore(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.MkdirAll(filepath.Join(home, ".kube/cache"), 0o700)
+	os.WriteFile(filepath.Join(home, ".kube/config"), []byte("KUBE-CREDS"), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home = home
+	s.Policy.WritableRoots = []string{filepath.Join(home, ".kube/cache")}
+	out, _ := run(t, s, `echo c > "`+home+`/.kube/cache/ok"; cat "`+home+`/.kube/config"; true`)
+	if strings.Contains(out, "KUBE-CREDS") {
+		t.Errorf("~/.kube/config is readable with ~/.kube/cache writable: %q", out)
+	}
+}
+
+// TestAttackViewCwdTmp (FAILS): a session whose cwd is /tmp (the daemon
+// accepts any existing absolute directory) gets the real /tmp bound
+// read-write over its private one: other sessions' temp directories
+// (sessiond-cmd-*) are read and written, and the user's service sockets
+// there are reached (tmux's /tmp/tmux-UID/default: `tmux new-window`
+// runs unsandboxed, the issue-22 escape), X11's /tmp/.X11-unix. What
+// should hold: other sessions' temp directories and same-user sockets in
+// /tmp stay out of the view.
+func TestAttackViewCwdTmp(t *testing.T) {
+	l := newLayout(t)
+	tmp := RealPath(os.TempDir())
+	other, err := os.MkdirTemp(tmp, "sessiond-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(other) })
+	os.WriteFile(filepath.Join(other, "secret"), []byte("OTHER-SESSION"), 0o600)
+	sockDir, err := os.MkdirTemp(tmp, "tmux-attack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "default")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	mine, err := os.MkdirTemp(tmp, "sessiond-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(mine) })
+	s := l.spec(ModeWorkspaceWrite, tmp)
+	s.TempDir = mine
+	out, _ := run(t, s, `cat "`+other+`/secret"; echo planted > "`+other+`/planted"; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' "`+sock+`"; true`)
+	if strings.Contains(out, "OTHER-SESSION") {
+		t.Errorf("another session's temp directory is readable from a cwd of /tmp: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(other, "planted")); err == nil {
+		t.Error("another session's temp directory was written")
+	}
+	if strings.Contains(out, "CONNECTED") {
+		t.Errorf("a same-user socket in /tmp was reached: %q", out)
+	}
+}
+
+// TestAttackViewSocketInHome (FAILS): the home is in the view and
+// Landlock's resolve_unix is granted on all of "/", so a same-user
+// service socket that lives in the home is reached: Rancher Desktop's
+// ~/.rd/docker.sock (Docker Desktop's ~/.docker/desktop is a covered
+// store, this one is not), an ssh ControlPath under ~/.cache, an
+// editor's server socket. docker.sock is root on the machine. What
+// should hold: no same-user socket outside the writable locations is
+// reached with the network off.
+func TestAttackViewSocketInHome(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.MkdirAll(filepath.Join(home, ".rd"), 0o700)
+	sock := filepath.Join(home, ".rd/docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home = home
+	out, _ := run(t, s, `python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' "`+sock+`"; true`)
+	if strings.Contains(out, "CONNECTED") {
+		t.Errorf("a service socket in the home was reached: %q", out)
+	}
+}
+
+// TestAttackViewSetuidMknod (FAILS): seccomp refuses mknod of a device
+// and chmod/open(O_CREAT) with a setuid mode, but mknod(S_IFREG|S_ISUID|
+// S_ISGID) passes the filter (mknodat is checked for the device bit only)
+// and makes a setuid and setgid regular file in the workspace, which
+// keeps its mode outside the nosuid view: "seccomp refuses setuid/setgid
+// modes ... everywhere" does not hold, and the known limit names only
+// openat2. (The file is empty, and a write clears the bits for a command
+// without CAP_FSETID, which limits the impact.)
+func TestAttackViewSetuidMknod(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, `python3 -c 'import os; os.mknod("m", 0o106755)'`)
+	t.Logf("command: %d %s", code, out)
+	if fi, err := os.Stat(filepath.Join(l.work, "m")); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("a setuid/setgid file was made in the workspace (%v)", fi.Mode())
+	}
+}
+
+// TestAttackViewGitCreatedInCwd (FAILS): a session whose cwd is a
+// subdirectory of a repository (monorepo/pkg) has no .git of its own to
+// freeze, so the command makes one (`git init`, a config with
+// core.fsmonitor); the person's next git command in that directory, the
+// session's own cwd, runs it outside the sandbox. What should hold: no
+// .git can be created at the cwd (or a writable root) either.
+func TestAttackViewGitCreatedInCwd(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	pkg := filepath.Join(l.work, "pkg")
+	os.Mkdir(pkg, 0o755)
+	s := l.spec(ModeWorkspaceWrite, pkg)
+	out, code := run(t, s, `git init -q . && git config core.fsmonitor "touch /tmp/PWNED; false"`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(pkg, "core.fsmonitor"); got != "" {
+		t.Errorf("the person's git in the session's cwd now runs core.fsmonitor %q", got)
+	}
+}
+
+// TestAttackViewTempDirsUnderHome (FAILS): when the daemon's $TMPDIR lies
+// in the home (TMPDIR=~/tmp, a common setting), every command's temp
+// directory is made there, and the home is in every view read-only:
+// another session's $TMPDIR (its build outputs, downloaded secrets) is
+// read. What should hold: other sessions' temp directories are not
+// there.
+func TestAttackViewTempDirsUnderHome(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	tmps := filepath.Join(home, "tmp")
+	os.MkdirAll(tmps, 0o700)
+	other, _ := os.MkdirTemp(tmps, "sessiond-cmd-")
+	os.WriteFile(filepath.Join(other, "secret"), []byte("OTHER-SESSION"), 0o600)
+	mine, _ := os.MkdirTemp(tmps, "sessiond-cmd-")
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home, s.TempDir = home, mine
+	out, _ := run(t, s, `cat "`+other+`/secret"; true`)
+	if strings.Contains(out, "OTHER-SESSION") {
+		t.Errorf("another session's temp directory under the home is readable: %q", out)
+	}
+}
+
+// TestAttackViewProcOfInit (passes): PID 1 of the command's namespace is
+// the helper, unconfined, whose cwd is the real cwd of the old root: its
+// /proc/1/cwd, root, environ and fd would lead out of the view. ptrace
+// access is refused (more capabilities than the command; Landlock
+// domain).
+func TestAttackViewProcOfInit(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	for _, c := range []string{`ls /proc/1/cwd/`, `ls /proc/1/root/`, `cat /proc/1/environ`, `ls -l /proc/1/fd/`, `cat /proc/1/cwd/../home/daemon.json`} {
+		if out, code := run(t, s, c); code == 0 && strings.TrimSpace(out) != "" {
+			t.Errorf("%q: %s", c, out)
+		}
+	}
+}
+
+// TestAttackViewHardLinkCovered (passes): with the daemon's home inside
+// the cwd (make run's ./.home), hard links and renames of the covered
+// files and of the home reach nothing: the covered files are other
+// mounts (EXDEV), the home a mount point (EBUSY).
+func TestAttackViewHardLinkCovered(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.work, ".home")
+	os.Mkdir(home, 0o700)
+	os.WriteFile(filepath.Join(home, "daemon.json"), []byte(`{"token":"SECRET-TOKEN"}`), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Protected = []string{home}
+	out, _ := run(t, s, `ln .home/daemon.json x; mv .home h2; cat x h2/daemon.json .home/daemon.json /proc/self/root`+home+`/daemon.json; true`)
+	if strings.Contains(out, "SECRET-TOKEN") {
+		t.Errorf("the token was read: %s", out)
+	}
+	mustFile(t, filepath.Join(home, "daemon.json"), `{"token":"SECRET-TOKEN"}`)
+}
+
+// TestAttackViewGitSymlinkSwap (passes): replacing the cwd's .git/config
+// or .git/hooks (rm, mv, symlink) fails: they are read-only mount points.
+func TestAttackViewGitSymlinkSwap(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	run(t, s, `printf '[core]\n\tfsmonitor = x\n' > c; rm -f .git/config; mv .git/config .git/c2; ln -sf ../c .git/config; rm -rf .git/hooks; mv .git/hooks .git/h2; git config core.fsmonitor x; true`)
+	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
+		t.Errorf("core.fsmonitor %q", got)
+	}
+}
+
