@@ -369,4 +369,3 @@ func TestAttackViewGitSymlinkSwap(t *testing.T) {
 		t.Errorf("core.fsmonitor %q", got)
 	}
 }
-
