@@ -8,12 +8,18 @@ package sandbox
 // attacks the view held, kept as regression tests.
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // gitRepo makes a repository with one commit in dir.
@@ -367,5 +373,177 @@ func TestAttackViewGitSymlinkSwap(t *testing.T) {
 	run(t, s, `printf '[core]\n\tfsmonitor = x\n' > c; rm -f .git/config; mv .git/config .git/c2; ln -sf ../c .git/config; rm -rf .git/hooks; mv .git/hooks .git/h2; git config core.fsmonitor x; true`)
 	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
 		t.Errorf("core.fsmonitor %q", got)
+	}
+}
+
+// openPty returns the master and the slave of a new pseudo-terminal.
+func openPty(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no /dev/ptmx:", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+// TestAttackViewTIOCSTI (passes): the helper only makes a process group
+// (Setpgid), not a session, so a command keeps the daemon's controlling
+// terminal when the daemon was started from one (`make run`, `sessiond`
+// in a shell); /dev/tty is in the view and this kernel allows TIOCSTI
+// (dev.tty.legacy_tiocsti=1). Pushing "rm -rf ~ ⏎" into the input of
+// the person's shell (bubblewrap's CVE-2017-5226) is refused by
+// Landlock's ioctl_dev restriction (EACCES), which must keep holding:
+// granting WithIoctlDev on /dev/tty would reopen it.
+func TestAttackViewTIOCSTI(t *testing.T) {
+	l := newLayout(t)
+	m, slave := openPty(t)
+	defer m.Close()
+	defer slave.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	cmd, err := s.Command(ctx, `python3 -c '
+import fcntl, termios
+f = open("/dev/tty", "wb")
+for c in b"echo PWNED-BY-TIOCSTI\n":
+    fcntl.ioctl(f, termios.TIOCSTI, bytes([c]))
+print("injected")
+'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's situation: its session has the terminal as its
+	// controlling tty, and the helper inherits it.
+	cmd.SysProcAttr.Setpgid = false
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 3
+	cmd.ExtraFiles = []*os.File{slave}
+	cmd.Dir = l.work
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + l.tmp, "HOME=" + l.work}
+	out, err := cmd.CombinedOutput()
+	t.Logf("command: %v %s", err, out)
+	// What the person's shell would read next from its terminal.
+	fd := int(slave.Fd())
+	unix.SetNonblock(fd, true)
+	buf := make([]byte, 256)
+	n, _ := unix.Read(fd, buf)
+	if n > 0 && strings.Contains(string(buf[:n]), "PWNED-BY-TIOCSTI") {
+		t.Errorf("the command injected %q into the input of the daemon's terminal", buf[:n])
+	}
+}
+
+// TestAttackViewHiddenFileParentRenamed (FAILS): auth.token_file is
+// covered by a bind over the file, but the directories between it and a
+// writable location are not pinned (cover pins them for directories
+// only). One command renames the token's directory (the bind moves
+// with it, so that command still sees nothing); the next command's
+// helper finds no file at the configured path ("nothing there to
+// protect") and the token, at its new path, is read. What should hold:
+// the token file is never readable.
+func TestAttackViewHiddenFileParentRenamed(t *testing.T) {
+	l := newLayout(t)
+	sec := filepath.Join(l.work, "secrets")
+	os.Mkdir(sec, 0o700)
+	token := filepath.Join(sec, "token")
+	os.WriteFile(token, []byte("CLUSTER-TOKEN"), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.HiddenFiles = []string{token}
+	if out, _ := run(t, s, `cat secrets/token; true`); strings.Contains(out, "CLUSTER-TOKEN") {
+		t.Fatalf("the token file is readable at its path: %q", out)
+	}
+	out, code := run(t, s, `mv secrets s2`)
+	t.Logf("rename: %d %s", code, out)
+	if out, _ := run(t, s, `cat s2/token; true`); strings.Contains(out, "CLUSTER-TOKEN") {
+		t.Errorf("the token is read after its directory was renamed: %q", out)
+	}
+	os.Rename(filepath.Join(l.work, "s2"), sec)
+}
+
+// TestAttackViewHiddenFileReplaced (FAILS): the cover of auth.token_file
+// is a bind mount on the file's dentry; when the file is replaced by a
+// rename (an operator rotating the token with `mv token.new token`, an
+// editor saving it, config management), the kernel detaches the mount in
+// every namespace, and a command that is running reads the new token.
+// What should hold: a running command cannot read the token file.
+func TestAttackViewHiddenFileReplaced(t *testing.T) {
+	l := newLayout(t)
+	etc := filepath.Join(l.root, "etc-sessiond")
+	os.Mkdir(etc, 0o755)
+	token := filepath.Join(etc, "token")
+	os.WriteFile(token, []byte("OLD-TOKEN"), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.HiddenFiles = []string{token}
+	s.Policy.ReadableRoots = []string{etc}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		os.WriteFile(token+".new", []byte("NEW-TOKEN"), 0o600)
+		os.Rename(token+".new", token)
+	}()
+	out, _ := run(t, s, `cat "`+token+`"; sleep 3; cat "`+token+`"; true`)
+	if strings.Contains(out, "TOKEN") {
+		t.Errorf("a running command read the token after it was replaced: %q", out)
+	}
+}
+
+// TestAttackViewGitConfigReplacedOutside (FAILS): .git/config is a
+// read-only bind on the file's dentry; git writes its config by
+// renaming config.lock over it, so when the person runs any
+// config-writing git command (`git config`, `git push -u`, `git remote
+// add`, `git checkout --track`) while a command runs, the kernel detaches
+// the bind in the command's namespace and the command, still running
+// (a long test run, a watcher), writes core.fsmonitor into the real
+// .git/config: the person's next `git status` runs it outside the
+// sandbox. The same detaching uncovers the home's file credential
+// stores (~/.git-credentials, ~/.npmrc, ~/.vault-token are rewritten by
+// rename too) for a running command. What should hold: .git/config
+// stays read-only for the whole command.
+func TestAttackViewGitConfigReplacedOutside(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		exec.Command("git", "-C", l.work, "config", "user.name", "person").Run()
+	}()
+	out, code := run(t, s, `for i in $(seq 50); do git config core.fsmonitor "touch /tmp/PWNED; false" 2>/dev/null && echo WRITTEN && break; sleep 0.1; done; true`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
+		t.Errorf("a running command wrote core.fsmonitor %q into .git/config after the person's git replaced it", got)
+	}
+}
+
+// TestAttackViewCredentialFileReplaced (FAILS): a credential store that
+// is a file (~/.git-credentials, ~/.npmrc, ~/.netrc, ~/.vault-token) is
+// covered by a bind on its dentry; the person's tool rewrites it by
+// rename (git credential-store's lock file, npm's write-file-atomic,
+// `vault login`) while a command runs, the bind is detached, and the
+// running command reads the new credentials. What should hold: the
+// store stays out of the view for the whole command.
+func TestAttackViewCredentialFileReplaced(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.Mkdir(home, 0o700)
+	creds := filepath.Join(home, ".git-credentials")
+	os.WriteFile(creds, []byte("https://u:OLD-PAT@github.com\n"), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home = home
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		os.WriteFile(creds+".lock", []byte("https://u:NEW-PAT@github.com\n"), 0o600)
+		os.Rename(creds+".lock", creds)
+	}()
+	out, _ := run(t, s, `cat "`+creds+`"; sleep 3; cat "`+creds+`"; true`)
+	if strings.Contains(out, "PAT@") {
+		t.Errorf("a running command read the credential store after it was replaced: %q", out)
 	}
 }
