@@ -547,3 +547,96 @@ func TestAttackViewCredentialFileReplaced(t *testing.T) {
 		t.Errorf("a running command read the credential store after it was replaced: %q", out)
 	}
 }
+
+// TestAttackViewNestedNamespaceUnmount (passes): the helper's covers are
+// its own mounts (not locked in the non-root helper's user namespace), so
+// a command that could unmount them would uncover the home and
+// .git/config. In a nested user and mount namespace (`unshare -Um`,
+// allowed by seccomp) umount, remount rw and new mounts are refused:
+// Landlock forbids changing the mount topology, the copies are locked.
+func TestAttackViewNestedNamespaceUnmount(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	inner := filepath.Join(l.work, ".home")
+	os.Mkdir(inner, 0o700)
+	os.WriteFile(filepath.Join(inner, "daemon.json"), []byte("SECRET-TOKEN"), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Protected = []string{l.home, inner}
+	out, _ := run(t, s, `unshare -Um --propagation unchanged sh -c 'umount -l .home; umount -l .git/config; mount -o remount,rw,bind .git/config; umount -l `+l.home+`; cat .home/daemon.json `+l.home+`/daemon.json; git config core.fsmonitor x' 2>&1; unshare -Um sh -c "mount --make-rprivate / && umount -l .home && cat .home/daemon.json" 2>&1; true`)
+	if strings.Contains(out, "SECRET-TOKEN") {
+		t.Errorf("the token was read from a nested namespace: %s", out)
+	}
+	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
+		t.Errorf("core.fsmonitor %q written from a nested namespace", got)
+	}
+}
+
+// TestAttackViewAliasesInCwd (passes; root: makes host bind mounts): a
+// bind of the home's parent (~/.local) and one of daemon.json itself
+// inside the writable cwd are found through mountinfo and covered; the
+// alias's parents are pinned (rename EBUSY), a hard link across the
+// cover fails (EXDEV), the cover cannot be unmounted.
+func TestAttackViewAliasesInCwd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("host bind mounts need root")
+	}
+	l := newLayout(t)
+	user := filepath.Join(l.root, "user")
+	dh := filepath.Join(user, ".local/state/sessiond")
+	os.MkdirAll(dh, 0o700)
+	os.WriteFile(filepath.Join(dh, "daemon.json"), []byte("SECRET-TOKEN"), 0o600)
+	loc, f := filepath.Join(l.work, "loc"), filepath.Join(l.work, "f")
+	os.Mkdir(loc, 0o700)
+	os.WriteFile(f, nil, 0o600)
+	if err := unix.Mount(filepath.Join(user, ".local"), loc, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(loc, unix.MNT_DETACH)
+	if err := unix.Mount(filepath.Join(dh, "daemon.json"), f, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(f, unix.MNT_DETACH)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home = user
+	s.Protected = []string{dh}
+	out, _ := run(t, s, "cat f loc/state/sessiond/daemon.json; mv loc/state loc/s2; ln f g; cat g; umount f; echo x > f; true")
+	if strings.Contains(out, "SECRET-TOKEN") {
+		t.Errorf("the token was read through an alias: %s", out)
+	}
+	mustFile(t, filepath.Join(dh, "daemon.json"), "SECRET-TOKEN")
+}
+
+// TestAttackViewOddHomes (passes): the daemon's home under the user's
+// home (~/.local/state/sessiond) stays out with the user's home given as
+// a symlink, as "/", with readable_roots "/" or naming a directory inside
+// the daemon's home (a $PATH entry there), and in read-only mode with the
+// cwd at the user's home.
+func TestAttackViewOddHomes(t *testing.T) {
+	l := newLayout(t)
+	user := filepath.Join(l.root, "user")
+	dh := filepath.Join(user, ".local/state/sessiond")
+	os.MkdirAll(filepath.Join(dh, "bin"), 0o700)
+	os.MkdirAll(filepath.Join(user, "proj"), 0o700)
+	os.WriteFile(filepath.Join(dh, "daemon.json"), []byte("SECRET-TOKEN"), 0o600)
+	os.Symlink(user, filepath.Join(l.root, "homelink"))
+	proj := filepath.Join(user, "proj")
+	cases := map[string]Spec{}
+	s := l.spec(ModeWorkspaceWrite, proj)
+	s.Home, s.Protected, s.Policy.ReadableRoots = filepath.Join(l.root, "homelink"), []string{dh}, []string{"/"}
+	cases["home a symlink, readable /"] = s
+	s = l.spec(ModeWorkspaceWrite, proj)
+	s.Home, s.Protected, s.Policy.ReadableRoots = "/", []string{dh}, []string{user, filepath.Join(dh, "bin")}
+	cases["home /, readable roots in the daemon's home"] = s
+	s = l.spec(ModeReadOnly, user)
+	s.Home, s.Protected, s.Policy.WritableRoots = user, []string{dh}, []string{user}
+	cases["read-only, cwd the user's home"] = s
+	for name, s := range cases {
+		out, _ := run(t, s, "cat "+dh+"/daemon.json "+l.root+"/homelink/.local/state/sessiond/daemon.json; ls "+dh+"/bin; echo x > "+dh+"/new; true")
+		if strings.Contains(out, "SECRET-TOKEN") {
+			t.Errorf("%s: the token was read: %s", name, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dh, "new")); err == nil {
+		t.Error("a file was made in the daemon's home")
+	}
+}
