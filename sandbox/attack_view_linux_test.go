@@ -640,3 +640,44 @@ func TestAttackViewOddHomes(t *testing.T) {
 		t.Error("a file was made in the daemon's home")
 	}
 }
+
+// TestAttackViewStartupFilesHomeUnset (FAILS; root: needs the password
+// database's home, /root, to exist): the start-up files are frozen only
+// for Spec.Home, the daemon's $HOME. When $HOME is unset or "/" (a
+// service started without it, `env -i`), or names another directory
+// than the user's home in the password database, a session whose cwd is
+// the user's real home gets ~/.bashrc and ~/.profile writable: code in
+// them runs in the person's next login shell. (Non-destructive: the
+// command opens them for appending and writes nothing.) What should
+// hold: the start-up files of the password database's home stay
+// read-only too.
+func TestAttackViewStartupFilesHomeUnset(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("uses /root, the password database's home of root")
+	}
+	l := newLayout(t)
+	var files []string
+	for _, f := range []string{"/root/.bashrc", "/root/.profile"} {
+		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Skip("no start-up file in /root")
+	}
+	for _, home := range []string{"", "/"} {
+		s := l.spec(ModeWorkspaceWrite, "/root")
+		s.Home = home
+		for _, f := range files {
+			before, _ := os.Stat(f)
+			out, code := run(t, s, `: >> "`+f+`" && echo WRITABLE`)
+			after, _ := os.Stat(f)
+			if after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+				t.Fatalf("%s changed", f)
+			}
+			if code == 0 && strings.Contains(out, "WRITABLE") {
+				t.Errorf("HOME=%q, cwd /root: %s is writable by the command", home, f)
+			}
+		}
+	}
+}
