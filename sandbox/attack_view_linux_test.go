@@ -681,3 +681,49 @@ func TestAttackViewStartupFilesHomeUnset(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackViewGitSubmoduleRecursion (FAILS): the known limit says a
+// repository nested in the cwd keeps its .git/config writable; but the
+// command also writes the cwd repository's index (writable in .git) and
+// adds the nested repository as a submodule (a gitlink): the person's
+// next `git status` in the cwd itself recurses into it and runs the
+// nested core.fsmonitor outside the sandbox, without the person ever
+// entering the nested directory. What should hold: a git command in the
+// session's cwd runs nothing the sandboxed command configured.
+func TestAttackViewGitSubmoduleRecursion(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	mark := filepath.Join(l.root, "PWNED-submodule")
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, `mkdir sub && cd sub && git init -q && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m x &&
+git config core.fsmonitor "touch `+mark+`; false" && cd .. && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub`)
+	t.Logf("command: %d %s", code, out)
+	exec.Command("git", "-C", l.work, "status").Run() // the person, outside the sandbox
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the person's git status in the session's cwd ran a command the sandboxed command configured (nested submodule's core.fsmonitor)")
+	}
+}
+
+// TestAttackViewProcSysWrites (passes): the command's /proc is its own
+// PID namespace's, but /proc/sys/kernel is the machine's; a root daemon's
+// command keeps uid 0 (no capability), and the owner's write bit of
+// /proc/sys files would let it set kernel.core_pattern to "|/path/in/the/
+// workspace" (run as real root on the next crash anywhere) or write
+// /proc/sysrq-trigger. Landlock keeps /proc read-only. ("h" only prints
+// sysrq's help; core_pattern is compared before and after.)
+func TestAttackViewProcSysWrites(t *testing.T) {
+	l := newLayout(t)
+	before, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, _ := run(t, s, `echo '|/bin/true PWNED' > /proc/sys/kernel/core_pattern && echo CORE; echo h > /proc/sysrq-trigger && echo SYSRQ; echo 1 > /proc/sys/vm/drop_caches && echo CACHES; true`)
+	after, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if string(before) != string(after) {
+		os.WriteFile("/proc/sys/kernel/core_pattern", before, 0)
+		t.Errorf("kernel.core_pattern was changed by a command: %q", after)
+	}
+	for _, w := range []string{"CORE", "SYSRQ", "CACHES"} {
+		if strings.Contains(out, w) {
+			t.Errorf("a /proc write succeeded: %s", out)
+		}
+	}
+}
