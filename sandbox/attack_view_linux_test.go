@@ -727,3 +727,36 @@ func TestAttackViewProcSysWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackViewDefaultHomeUnderUserHome (passes): the default daemon
+// home ~/.local/state/sessiond with the cwd at ~ (the user's home frozen
+// for its start-up files) or a writable root containing ~: the token,
+// the database and the config are neither read nor written, the chain
+// ~/.local/state cannot be renamed away (EBUSY), no hard link reaches
+// them, and the credential stores stay out.
+func TestAttackViewDefaultHomeUnderUserHome(t *testing.T) {
+	l := newLayout(t)
+	user := filepath.Join(l.root, "user")
+	dh := filepath.Join(user, ".local/state/sessiond")
+	os.MkdirAll(dh, 0o700)
+	os.MkdirAll(filepath.Join(user, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(user, ".ssh/id"), []byte("SSH-KEY"), 0o600)
+	for n, b := range map[string]string{"state.db": "DB-ROWS", "config.yaml": "CFG-MANUAL", "daemon.json": "SECRET-TOKEN"} {
+		os.WriteFile(filepath.Join(dh, n), []byte(b), 0o600)
+	}
+	probe := `cd "` + user + `"; cat .local/state/sessiond/daemon.json .local/state/sessiond/state.db .local/state/sessiond/config.yaml .ssh/id; mv .local l2; mv .local/state .local/s2; mv .local/state/sessiond .local/state/s2; ln .local/state/sessiond/daemon.json x; cat x s2/daemon.json .local/s2/sessiond/daemon.json l2/state/sessiond/daemon.json; echo 'approvals: {mode: off}' > .local/state/sessiond/config.yaml; true`
+	cwdHome := l.spec(ModeWorkspaceWrite, user)
+	cwdHome.Home, cwdHome.Protected = user, []string{dh}
+	rootHome := l.spec(ModeWorkspaceWrite, l.work)
+	rootHome.Home, rootHome.Protected, rootHome.Policy.WritableRoots = user, []string{dh}, []string{l.root}
+	for name, s := range map[string]Spec{"cwd ~": cwdHome, "writable root containing ~": rootHome} {
+		out, _ := run(t, s, probe)
+		for _, secret := range []string{"SECRET-TOKEN", "DB-ROWS", "CFG-MANUAL", "SSH-KEY"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s: %s was read: %s", name, secret, out)
+			}
+		}
+	}
+	mustFile(t, filepath.Join(dh, "config.yaml"), "CFG-MANUAL")
+	mustFile(t, filepath.Join(dh, "daemon.json"), "SECRET-TOKEN")
+}
