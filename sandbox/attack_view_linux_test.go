@@ -760,3 +760,32 @@ func TestAttackViewDefaultHomeUnderUserHome(t *testing.T) {
 	mustFile(t, filepath.Join(dh, "config.yaml"), "CFG-MANUAL")
 	mustFile(t, filepath.Join(dh, "daemon.json"), "SECRET-TOKEN")
 }
+
+// TestAttackViewGitconfigReplacedOutside (passes): unlike .git/config,
+// ~/.gitconfig with the home frozen (cwd ~) survives the person's `git
+// config --global` (lock file renamed over it) during a command: the
+// detached bind leaves the frozen top level's read-only placeholder, and
+// the new file does not show.
+func TestAttackViewGitconfigReplacedOutside(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.Mkdir(home, 0o700)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = person\n"), 0o644)
+	s := l.spec(ModeWorkspaceWrite, home)
+	s.Home = home
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		c := exec.Command("git", "config", "--global", "user.email", "p@example.com")
+		c.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		c.Run()
+	}()
+	out, code := run(t, s, `for i in $(seq 40); do git config --global core.fsmonitor "touch /tmp/PWNED; false" 2>/dev/null && echo WRITTEN && break; printf '[core]\n\tfsmonitor = x\n' >> .gitconfig 2>/dev/null && echo APPENDED && break; sleep 0.1; done; true`)
+	t.Logf("command: %d %s", code, out)
+	b, _ := os.ReadFile(filepath.Join(home, ".gitconfig"))
+	if strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("~/.gitconfig was written: %q", b)
+	}
+	if !strings.Contains(string(b), "p@example.com") {
+		t.Errorf("the person's git config --global did not replace ~/.gitconfig (test setup): %q", b)
+	}
+}
