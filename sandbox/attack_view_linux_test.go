@@ -789,3 +789,110 @@ func TestAttackViewGitconfigReplacedOutside(t *testing.T) {
 		t.Errorf("the person's git config --global did not replace ~/.gitconfig (test setup): %q", b)
 	}
 }
+
+// racerArg makes the test binary the racer of
+// TestAttackViewFreezeReposSymlinkRace: in its cwd it makes .git (a
+// directory) and .gitx (a symlink to where the helper keeps the old
+// root while it builds a view) and swaps them (renameat2
+// RENAME_EXCHANGE) as fast as it can until a file "stop" appears or 25
+// seconds pass. A model would write the same ten lines of C or Go.
+const racerArg = "__attack-view-racer"
+
+func init() {
+	if len(os.Args) < 2 || os.Args[1] != racerArg {
+		return
+	}
+	os.Mkdir(".git", 0o755)
+	os.Mkdir(".git/hooks", 0o755)
+	os.Symlink(oldRoot, ".gitx")
+	end := time.Now().Add(25 * time.Second)
+	for i := 0; ; i++ {
+		if i%100000 == 0 {
+			if _, err := os.Stat("stop"); err == nil || time.Now().After(end) {
+				os.Exit(0)
+			}
+		}
+		unix.Renameat2(unix.AT_FDCWD, ".git", unix.AT_FDCWD, ".gitx", unix.RENAME_EXCHANGE)
+	}
+}
+
+// runStatus runs command under s like run, but returns the helper's
+// setup failures (exit 126) as output instead of failing the test.
+func runStatus(s Spec, command string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd, err := s.Command(ctx, command)
+	if err != nil {
+		return "", err
+	}
+	cmd.Dir = s.Cwd
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + s.TempDir, "HOME=" + s.Cwd}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestAttackViewFreezeReposSymlinkRace (FAILS, a race this 2-core
+// machine wins within seconds as root, typically in under 100 commands;
+// as the unprivileged user in some 250, not always within the 30 s):
+// freezeRepos checks the cwd's .git with Lstat and then binds it onto
+// itself by path, mount(".git", ".git"), which follows symlinks and
+// resolves the target before the source. A command of another session
+// working in the same cwd (which had no .git when it started, so
+// nothing is pinned in its view) swaps .git, a directory, with a
+// symlink to /.sessiond-oldroot in a tight loop. When the swap falls
+// between the two lookups, the helper of the next command binds the
+// whole old root (the host's /, recursively, every mount) read-write
+// onto the cwd's .git directory, inside a writable location: that
+// command reads and writes anything on the machine (other users' files
+// as root, the user's ~/.ssh, /run/user's sockets, /etc) — a full
+// escape. (The daemon's home is still covered there: coverAll finds the
+// alias in mountinfo as root; as the unprivileged user one hit showed
+// daemon.json, the token, under the alias.) The same check-then-mount-by-path pattern is in
+// bindReadOnly (.git/config, .git/hooks, the nested start-up files) and
+// in cover's chain pins. What should hold: no command ever sees a file
+// outside its view.
+func TestAttackViewFreezeReposSymlinkRace(t *testing.T) {
+	l := newLayout(t)
+	outside := filepath.Join(l.root, "outside")
+	os.Mkdir(outside, 0o700)
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("OUTSIDE-SECRET"), 0o600)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpA := filepath.Join(l.root, "tmpA")
+	os.Mkdir(tmpA, 0o700)
+	sA := l.spec(ModeWorkspaceWrite, l.work)
+	sA.TempDir = tmpA
+	sA.Policy.ReadableRoots = []string{exe}
+	done := make(chan string, 1)
+	go func() { out, _ := runStatus(sA, `"`+exe+`" `+racerArg); done <- out }()
+	defer func() {
+		os.WriteFile(filepath.Join(l.work, "stop"), nil, 0o600)
+		<-done
+	}()
+	fixtures := filepath.Join(l.work, ".gitx")
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Lstat(fixtures); err == nil {
+			break
+		}
+	}
+	sB := l.spec(ModeWorkspaceWrite, l.work)
+	probe := `for p in .git .gitx; do if [ -d "$p/usr/bin" ]; then echo "HOST ROOT AT $p"; cat "$p` + outside + `/secret"; echo; echo escaped > "$p` + outside + `/escaped" && echo WROTE; cat "$p` + l.home + `/daemon.json"; fi; done; true`
+	runs, setupFailures := 0, 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); runs++ {
+		out, err := runStatus(sB, probe)
+		if err != nil {
+			setupFailures++ // the helper failed closed this time
+			continue
+		}
+		if strings.Contains(out, "HOST ROOT") {
+			t.Errorf("after %d commands (%d failed closed), a command saw the host's root at the cwd's .git: %s", runs+1, setupFailures, out)
+			break
+		}
+	}
+	t.Logf("%d commands, %d failed closed", runs, setupFailures)
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Error("a command wrote outside its view")
+	}
+}
