@@ -794,7 +794,7 @@ func TestAttackViewGitconfigReplacedOutside(t *testing.T) {
 // TestAttackViewFreezeReposSymlinkRace: in its cwd it makes .git (a
 // directory) and .gitx (a symlink to where the helper keeps the old
 // root while it builds a view) and swaps them (renameat2
-// RENAME_EXCHANGE) as fast as it can until a file "stop" appears or 25
+// RENAME_EXCHANGE) as fast as it can until a file "stop" appears or 35
 // seconds pass. A model would write the same ten lines of C or Go.
 const racerArg = "__attack-view-racer"
 
@@ -805,7 +805,7 @@ func init() {
 	os.Mkdir(".git", 0o755)
 	os.Mkdir(".git/hooks", 0o755)
 	os.Symlink(oldRoot, ".gitx")
-	end := time.Now().Add(25 * time.Second)
+	end := time.Now().Add(35 * time.Second)
 	for i := 0; ; i++ {
 		if i%100000 == 0 {
 			if _, err := os.Stat("stop"); err == nil || time.Now().After(end) {
@@ -871,9 +871,9 @@ func TestAttackViewFreezeReposSymlinkRace(t *testing.T) {
 		os.WriteFile(filepath.Join(l.work, "stop"), nil, 0o600)
 		<-done
 	}()
-	fixtures := filepath.Join(l.work, ".gitx")
+	gitx := filepath.Join(l.work, ".gitx")
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Lstat(fixtures); err == nil {
+		if _, err := os.Lstat(gitx); err == nil {
 			break
 		}
 	}
