@@ -343,6 +343,65 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	}
 }
 
+// approve is the approval gate's I/O around Decide: it classifies the
+// command, looks up the remembered approvals Decide names, opens the
+// prompt and waits for the answer. ok: the command may run, confined in
+// the session's sandbox or not; !ok: ev holds the result saying why not.
+func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, callID string, args tools.TerminalArgs) (confined, ok bool) {
+	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome,
+		WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
+	in := DecisionInput{ApprovalMode: r.Config.ApprovalMode, Command: args.Command, Risk: cls,
+		SandboxUnavailable: s.SandboxUnavailable, Escalated: args.SandboxPermissions == tools.SandboxEscalated, Justification: args.Justification}
+	if s.Sandbox != nil {
+		in.Sandbox = &s.Sandbox.Policy
+	}
+	d := Decide(in)
+	if d.Action == ActionAsk && len(d.Lookup) > 0 {
+		// The remembered approvals that matter are those of d.Lookup:
+		// looked up in order, the first one found decides again.
+		for _, p := range d.Lookup {
+			found, err := r.Prompter.Allowed(ctx, s.ID, p)
+			if err != nil {
+				errorResult(ev, "not run: could not read the approval allowlist: %v", err)
+				return false, false
+			}
+			if found {
+				in.Remembered = []string{p}
+				d = Decide(in)
+				break
+			}
+		}
+	}
+	switch d.Action {
+	case ActionRefuse:
+		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", d.Reason)
+		return false, false
+	case ActionAsk:
+		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
+			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: d.Card.Payload(callID, s.Cwd)})
+		if err != nil || ctx.Err() != nil {
+			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
+			return false, false
+		}
+		var ans struct {
+			Choice string `json:"choice"`
+		}
+		json.Unmarshal(out.Response, &ans)
+		switch {
+		case out.Resolution == prompts.ResolutionTimedOut:
+			errorResult(ev, "not run: the approval timed out, which counts as deny")
+			return false, false
+		case out.Resolution != prompts.ResolutionAnswered:
+			errorResult(ev, "not run: the approval was %s", out.Resolution)
+			return false, false
+		case ans.Choice == prompts.ChoiceDeny || !prompts.ValidChoice(ans.Choice):
+			errorResult(ev, "not run: the user denied this command")
+			return false, false
+		}
+	}
+	return d.Confined, true
+}
+
 // isUnanalysable reports whether any rule of a (possibly combined,
 // "a+b") pattern means "could not look inside" rather than a kind of
 // action, per the classifier's rule table; approving one must not approve
@@ -377,97 +436,9 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			tools.ErrInvalidTerminalArgs, args.Timeout, int64(limit/time.Second), int64(limit/time.Second), int64(r.Config.TerminalTimeout/time.Second))
 		return
 	}
-	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome,
-		WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
-	if cls.Risk == risk.RiskHardline {
-		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", cls.Reason)
+	confined, ok := r.approve(ctx, s, t, ev, c.ID, args)
+	if !ok {
 		return
-	}
-	// confined: the command runs in the session's sandbox. Escalation asks
-	// to leave it; a sandbox this system cannot enforce fails closed.
-	sandboxed := s.Sandbox != nil && s.Sandbox.Policy.Mode != sandbox.ModeOff
-	escalated := sandboxed && args.SandboxPermissions == tools.SandboxEscalated && s.SandboxUnavailable == ""
-	confined := sandboxed && !escalated && s.SandboxUnavailable == ""
-	ask := false
-	switch r.Config.ApprovalMode {
-	case "off":
-	case "strict":
-		ask = true
-	default: // manual
-		ask = cls.Risk != risk.RiskSafe
-	}
-	// A "session" or "always" approval remembers the rule's pattern; for a
-	// safe command in strict mode, or a command the classifier could not
-	// analyse, only this exact command text is remembered. A pattern
-	// approved for a confined run is remembered as such (SandboxedPrefix)
-	// and never lets a command run unsandboxed without asking.
-	pattern := cls.Pattern
-	if pattern == "" || isUnanalysable(pattern) {
-		pattern = "command:" + args.Command
-	}
-	lookup := []string{pattern} // remembered patterns that allow this run
-	if confined {
-		pattern = SandboxedPrefix + pattern
-		lookup = []string{pattern, lookup[0]}
-	}
-	choices := ApprovalChoices
-	reason := cls.Reason
-	switch {
-	case escalated:
-		// Always asked, in every approval mode, for this one run only:
-		// nothing is remembered and no remembered approval applies.
-		ask, pattern, lookup, choices = true, "", nil, EscalationChoices
-		reason = "the model asks to run this command OUTSIDE the sandbox: " + args.Justification
-	case sandboxed && s.SandboxUnavailable != "":
-		// Fail closed: no sandbox where one is configured.
-		ask = true
-		reason = "the sandbox is not available (" + s.SandboxUnavailable + "): every command needs approval and runs unsandboxed"
-		if cls.Reason != "" {
-			reason += "; " + cls.Reason
-		}
-	}
-	for _, p := range lookup {
-		if !ask {
-			break
-		}
-		ok, err := r.Prompter.Allowed(ctx, s.ID, p)
-		if err != nil {
-			errorResult(ev, "not run: could not read the approval allowlist: %v", err)
-			return
-		}
-		ask = !ok
-	}
-	if ask {
-		if reason == "" {
-			reason = "approvals.mode is strict: every command needs approval"
-		}
-		payload := protocol.ApprovalPayload{ToolCallID: c.ID, Command: args.Command, Cwd: s.Cwd, Risk: protocol.Risk(cls.Risk),
-			Reason: reason, Pattern: pattern, Choices: choices, Sandbox: sandboxPayload(s, confined)}
-		if escalated {
-			payload.SandboxPermissions = tools.SandboxEscalated
-			payload.Justification = args.Justification
-		}
-		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
-			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: payload})
-		if err != nil || ctx.Err() != nil {
-			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
-			return
-		}
-		var ans struct {
-			Choice string `json:"choice"`
-		}
-		json.Unmarshal(out.Response, &ans)
-		switch {
-		case out.Resolution == prompts.ResolutionTimedOut:
-			errorResult(ev, "not run: the approval timed out, which counts as deny")
-			return
-		case out.Resolution != prompts.ResolutionAnswered:
-			errorResult(ev, "not run: the approval was %s", out.Resolution)
-			return
-		case ans.Choice == prompts.ChoiceDeny || !prompts.ValidChoice(ans.Choice):
-			errorResult(ev, "not run: the user denied this command")
-			return
-		}
 	}
 	if ctx.Err() != nil {
 		return
@@ -518,22 +489,6 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 	ev.ExitCode = &code
 	ev.OK = res.ExitCode == 0 && !res.TimedOut
 	ev.Result = resultJSON(res)
-}
-
-// sandboxPayload is an approval prompt's "sandbox" member: the session's
-// sandbox (mode, network, writable_roots) and whether this command would
-// run in it (confined) or unsandboxed.
-func sandboxPayload(s Session, confined bool) protocol.ApprovalSandbox {
-	p := protocol.ApprovalSandbox{Mode: string(sandbox.ModeOff), Network: true, WritableRoots: []string{}, Unsandboxed: !confined,
-		Unavailable: s.SandboxUnavailable}
-	if s.Sandbox != nil {
-		roots := s.Sandbox.Policy.WritableRoots
-		if roots == nil {
-			roots = []string{}
-		}
-		p.Mode, p.Network, p.WritableRoots = string(s.Sandbox.Policy.Mode), s.Sandbox.Policy.Network, roots
-	}
-	return p
 }
 
 func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.ToolCall) {

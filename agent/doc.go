@@ -12,6 +12,14 @@
 // fails the turn with the reason, and nothing of it runs or is stored. Each
 // call of a reply runs at most once, keyed by its id.
 //
+// The approval gate of a terminal command is two parts: Decide, a pure
+// function from the approvals mode, the command's classification, the
+// sandbox state, the escalation request and the remembered approvals to
+// the decision (refuse, run sandboxed, run unsandboxed, ask) and the
+// approval card; and Runner.approve, its I/O (the allowlist lookups
+// Decide names, the prompt, the answer). The rules the third promise
+// rests on are Decide's, table-tested over tools/risk's corpus.
+//
 // It must not know about FIFOs, SQLite or the wire: persistence and events
 // go through the Journal interface, prompts through Prompter, and the model
 // through Model. The daemon supplies them.
