@@ -20,7 +20,7 @@ const x32Bit = 0x40000000
 func legacyFileCalls(bits func(uint32, uint64) seccomp.ArgumentConditions, created func(uint32, uint32) seccomp.ArgumentConditions) []seccomp.NameWithConditions {
 	return []seccomp.NameWithConditions{
 		{Name: "chmod", Conditions: bits(1, modeSetID)},
-		{Name: "mknod", Conditions: bits(1, modeDevice)},
+		{Name: "mknod", Conditions: bits(1, modeDevice|modeSetID)},
 		{Name: "open", Conditions: created(1, 2)},
 		{Name: "creat", Conditions: bits(1, modeSetID)},
 	}

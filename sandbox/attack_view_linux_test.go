@@ -47,30 +47,6 @@ const evilRepo = `mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ &
 printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch /tmp/PWNED-fsmonitor; false"\n' > .evil/config &&
 printf '#!/bin/sh\ntouch /tmp/PWNED-hook\n' > .evil/hooks/pre-commit && chmod +x .evil/hooks/pre-commit`
 
-// TestAttackViewGitCommondir (FAILS): .git/config and .git/hooks are
-// read-only, but the rest of .git is writable, and git reads the config
-// and the hooks of the common directory named by .git/commondir (for any
-// git directory, not only a worktree's). The command copies the
-// repository into .evil with a config of its own and writes
-// "../.evil" into .git/commondir: the person's next `git status` in the
-// workspace runs core.fsmonitor outside the sandbox (persistence, code
-// execution as the daemon's user). What should hold: the cwd's
-// repository configuration cannot be redirected (git's config of the
-// workspace is what it was).
-func TestAttackViewGitCommondir(t *testing.T) {
-	l := newLayout(t)
-	gitRepo(t, l.work)
-	s := l.spec(ModeWorkspaceWrite, l.work)
-	out, code := run(t, s, evilRepo+` && echo ../.evil > .git/commondir`)
-	t.Logf("command: %d %s", code, out)
-	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
-		t.Errorf("the person's git in the workspace now runs core.fsmonitor %q (from .git/commondir)", got)
-	}
-	if got := gitConfig(l.work, "core.hooksPath"); got != "" {
-		t.Errorf("core.hooksPath %q", got)
-	}
-}
-
 // TestAttackViewGitFile (FAILS): when the cwd's .git is a file (a `git
 // worktree`, a submodule checkout: "gitdir: …"), freezeRepos skips it,
 // so the command rewrites it to name a repository of its own in the
@@ -187,14 +163,14 @@ func TestAttackViewWritableRootInCredentialStore(t *testing.T) {
 	}
 }
 
-// TestAttackViewCwdTmp (FAILS): a session whose cwd is /tmp (the daemon
-// accepts any existing absolute directory) gets the real /tmp bound
-// read-write over its private one: other sessions' temp directories
-// (sessiond-cmd-*) are read and written, and the user's service sockets
-// there are reached (tmux's /tmp/tmux-UID/default: `tmux new-window`
-// runs unsandboxed, the issue-22 escape), X11's /tmp/.X11-unix. What
-// should hold: other sessions' temp directories and same-user sockets in
-// /tmp stay out of the view.
+// TestAttackViewCwdTmp: a session whose cwd is /tmp (the daemon accepts
+// any existing absolute directory) got the real /tmp bound read-write over
+// its private one: other sessions' temp directories (sessiond-cmd-*) were
+// read and written, and the user's service sockets there reached (tmux's
+// /tmp/tmux-UID/default: `tmux new-window` runs unsandboxed, the issue-22
+// escape), X11's /tmp/.X11-unix. Now a writable location that is or holds
+// a shared temp directory (/tmp, /var/tmp, /dev/shm) runs nothing, with a
+// clear error.
 func TestAttackViewCwdTmp(t *testing.T) {
 	l := newLayout(t)
 	tmp := RealPath(os.TempDir())
@@ -229,7 +205,17 @@ func TestAttackViewCwdTmp(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(mine) })
 	s := l.spec(ModeWorkspaceWrite, tmp)
 	s.TempDir = mine
-	out, _ := run(t, s, `cat "`+other+`/secret"; echo planted > "`+other+`/planted"; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' "`+sock+`"; true`)
+	cmd, err := s.Command(context.Background(), `cat "`+other+`/secret"; echo planted > "`+other+`/planted"; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' "`+sock+`"; true`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Dir = tmp
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + mine}
+	b, _ := cmd.CombinedOutput()
+	out := string(b)
+	if cmd.ProcessState.ExitCode() != ExitSetupFailed || !strings.Contains(out, "cannot be a writable location") {
+		t.Errorf("a cwd of /tmp: exit %d, %q; want the setup refused", cmd.ProcessState.ExitCode(), out)
+	}
 	if strings.Contains(out, "OTHER-SESSION") {
 		t.Errorf("another session's temp directory is readable from a cwd of /tmp: %q", out)
 	}
@@ -290,25 +276,6 @@ func TestAttackViewSetuidMknod(t *testing.T) {
 	}
 }
 
-// TestAttackViewGitCreatedInCwd (FAILS): a session whose cwd is a
-// subdirectory of a repository (monorepo/pkg) has no .git of its own to
-// freeze, so the command makes one (`git init`, a config with
-// core.fsmonitor); the person's next git command in that directory, the
-// session's own cwd, runs it outside the sandbox. What should hold: no
-// .git can be created at the cwd (or a writable root) either.
-func TestAttackViewGitCreatedInCwd(t *testing.T) {
-	l := newLayout(t)
-	gitRepo(t, l.work)
-	pkg := filepath.Join(l.work, "pkg")
-	os.Mkdir(pkg, 0o755)
-	s := l.spec(ModeWorkspaceWrite, pkg)
-	out, code := run(t, s, `git init -q . && git config core.fsmonitor "touch /tmp/PWNED; false"`)
-	t.Logf("command: %d %s", code, out)
-	if got := gitConfig(pkg, "core.fsmonitor"); got != "" {
-		t.Errorf("the person's git in the session's cwd now runs core.fsmonitor %q", got)
-	}
-}
-
 // TestAttackViewTempDirsUnderHome (FAILS): when the daemon's $TMPDIR lies
 // in the home (TMPDIR=~/tmp, a common setting), every command's temp
 // directory is made there, and the home is in every view read-only:
@@ -320,9 +287,9 @@ func TestAttackViewTempDirsUnderHome(t *testing.T) {
 	home := filepath.Join(l.root, "user")
 	tmps := filepath.Join(home, "tmp")
 	os.MkdirAll(tmps, 0o700)
-	other, _ := os.MkdirTemp(tmps, "sessiond-cmd-")
+	other, _ := os.MkdirTemp(tmps, TempDirPrefix)
 	os.WriteFile(filepath.Join(other, "secret"), []byte("OTHER-SESSION"), 0o600)
-	mine, _ := os.MkdirTemp(tmps, "sessiond-cmd-")
+	mine, _ := os.MkdirTemp(tmps, TempDirPrefix)
 	s := l.spec(ModeWorkspaceWrite, l.work)
 	s.Home, s.TempDir = home, mine
 	out, _ := run(t, s, `cat "`+other+`/secret"; true`)
@@ -495,59 +462,6 @@ func TestAttackViewHiddenFileReplaced(t *testing.T) {
 	}
 }
 
-// TestAttackViewGitConfigReplacedOutside (FAILS): .git/config is a
-// read-only bind on the file's dentry; git writes its config by
-// renaming config.lock over it, so when the person runs any
-// config-writing git command (`git config`, `git push -u`, `git remote
-// add`, `git checkout --track`) while a command runs, the kernel detaches
-// the bind in the command's namespace and the command, still running
-// (a long test run, a watcher), writes core.fsmonitor into the real
-// .git/config: the person's next `git status` runs it outside the
-// sandbox. The same detaching uncovers the home's file credential
-// stores (~/.git-credentials, ~/.npmrc, ~/.vault-token are rewritten by
-// rename too) for a running command. What should hold: .git/config
-// stays read-only for the whole command.
-func TestAttackViewGitConfigReplacedOutside(t *testing.T) {
-	l := newLayout(t)
-	gitRepo(t, l.work)
-	s := l.spec(ModeWorkspaceWrite, l.work)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		exec.Command("git", "-C", l.work, "config", "user.name", "person").Run()
-	}()
-	out, code := run(t, s, `for i in $(seq 50); do git config core.fsmonitor "touch /tmp/PWNED; false" 2>/dev/null && echo WRITTEN && break; sleep 0.1; done; true`)
-	t.Logf("command: %d %s", code, out)
-	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
-		t.Errorf("a running command wrote core.fsmonitor %q into .git/config after the person's git replaced it", got)
-	}
-}
-
-// TestAttackViewCredentialFileReplaced (FAILS): a credential store that
-// is a file (~/.git-credentials, ~/.npmrc, ~/.netrc, ~/.vault-token) is
-// covered by a bind on its dentry; the person's tool rewrites it by
-// rename (git credential-store's lock file, npm's write-file-atomic,
-// `vault login`) while a command runs, the bind is detached, and the
-// running command reads the new credentials. What should hold: the
-// store stays out of the view for the whole command.
-func TestAttackViewCredentialFileReplaced(t *testing.T) {
-	l := newLayout(t)
-	home := filepath.Join(l.root, "user")
-	os.Mkdir(home, 0o700)
-	creds := filepath.Join(home, ".git-credentials")
-	os.WriteFile(creds, []byte("https://u:OLD-PAT@github.com\n"), 0o600)
-	s := l.spec(ModeWorkspaceWrite, l.work)
-	s.Home = home
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		os.WriteFile(creds+".lock", []byte("https://u:NEW-PAT@github.com\n"), 0o600)
-		os.Rename(creds+".lock", creds)
-	}()
-	out, _ := run(t, s, `cat "`+creds+`"; sleep 3; cat "`+creds+`"; true`)
-	if strings.Contains(out, "PAT@") {
-		t.Errorf("a running command read the credential store after it was replaced: %q", out)
-	}
-}
-
 // TestAttackViewNestedNamespaceUnmount (passes): the helper's covers are
 // its own mounts (not locked in the non-root helper's user namespace), so
 // a command that could unmount them would uncover the home and
@@ -679,28 +593,6 @@ func TestAttackViewStartupFilesHomeUnset(t *testing.T) {
 				t.Errorf("HOME=%q, cwd /root: %s is writable by the command", home, f)
 			}
 		}
-	}
-}
-
-// TestAttackViewGitSubmoduleRecursion (FAILS): the known limit says a
-// repository nested in the cwd keeps its .git/config writable; but the
-// command also writes the cwd repository's index (writable in .git) and
-// adds the nested repository as a submodule (a gitlink): the person's
-// next `git status` in the cwd itself recurses into it and runs the
-// nested core.fsmonitor outside the sandbox, without the person ever
-// entering the nested directory. What should hold: a git command in the
-// session's cwd runs nothing the sandboxed command configured.
-func TestAttackViewGitSubmoduleRecursion(t *testing.T) {
-	l := newLayout(t)
-	gitRepo(t, l.work)
-	mark := filepath.Join(l.root, "PWNED-submodule")
-	s := l.spec(ModeWorkspaceWrite, l.work)
-	out, code := run(t, s, `mkdir sub && cd sub && git init -q && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m x &&
-git config core.fsmonitor "touch `+mark+`; false" && cd .. && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub`)
-	t.Logf("command: %d %s", code, out)
-	exec.Command("git", "-C", l.work, "status").Run() // the person, outside the sandbox
-	if _, err := os.Stat(mark); err == nil {
-		t.Error("the person's git status in the session's cwd ran a command the sandboxed command configured (nested submodule's core.fsmonitor)")
 	}
 }
 

@@ -50,7 +50,7 @@ func enter(s Spec, command string) error {
 		if err := unix.Chdir(s.Cwd); err != nil {
 			return fmt.Errorf("chdir %s: %w", s.Cwd, err)
 		}
-		frozen := (pl.homeWritable && s.Cwd == pl.home) || slices.ContainsFunc(pl.targets, func(t target) bool { return t.path == s.Cwd })
+		frozen := slices.Contains(pl.writableHomes, s.Cwd) || slices.ContainsFunc(pl.targets, func(t target) bool { return t.path == s.Cwd })
 		if err := sameDir(".", dirs[s.Cwd]); err != nil && !frozen {
 			return fmt.Errorf("cwd %s: %w", s.Cwd, err)
 		}
@@ -64,14 +64,26 @@ func enter(s Spec, command string) error {
 		cfg.HandledAccessNet = 0
 	}
 	// Writes only in the writable locations as the view shows them, the
-	// private /tmp and the devices.
+	// private /tmp and the devices; named Unix sockets (where the kernel
+	// can tell, Landlock ABI 9+) only there too. Each writable location is
+	// granted by a descriptor opened without following symlinks, that
+	// must be the directory checked at the start (or the read-only view
+	// buildView made of it).
 	rules := []landlock.Rule{
-		landlock.RODirs("/").WithResolveUnix(),
+		landlock.RODirs("/"),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").IgnoreIfMissing(),
-		landlock.RWDirs("/tmp", "/dev/shm", "/dev/pts").IgnoreIfMissing().WithRefer(),
+		landlock.RWDirs("/tmp", "/dev/shm", "/dev/pts").IgnoreIfMissing().WithRefer().WithResolveUnix(),
 	}
 	for _, w := range s.writable() {
-		rules = append(rules, landlock.RWDirs(w).WithRefer().WithResolveUnix())
+		fd, err := openNoFollow(w)
+		if err != nil {
+			return fmt.Errorf("writable location %w; nothing was run", err)
+		}
+		frozen := slices.Contains(pl.writableHomes, w) || slices.ContainsFunc(pl.targets, func(t target) bool { return t.path == w })
+		if _, st, err := fdType(fd); err != nil || (!frozen && (uint64(st.Dev) != dirs[w].dev || st.Ino != dirs[w].ino)) {
+			return fmt.Errorf("writable location %s changed while the sandbox was set up (renamed or replaced); nothing was run", w)
+		}
+		rules = append(rules, landlock.RWDirs(fdPath(fd)).WithRefer().WithResolveUnix())
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
@@ -253,7 +265,8 @@ const (
 // fchmodat2 with S_ISUID or S_ISGID; creating one so through open, openat
 // or creat with O_CREAT) — a copy of a shell left setuid in the workspace
 // would run as the daemon's user for anyone — and creating a device node
-// (mknod, mknodat of a character or block device). With the network off
+// (mknod, mknodat of a character or block device, or of any file with
+// S_ISUID or S_ISGID). With the network off
 // (network false) also socket(2) and socketpair(2) for every family but
 // AF_UNIX, and io_uring (which could open sockets past this filter).
 func seccompPolicy(network bool) seccomp.Policy {
@@ -270,7 +283,7 @@ func seccompPolicy(network bool) seccomp.Policy {
 		{Name: "fchmod", Conditions: bits(1, modeSetID)},
 		{Name: "fchmodat", Conditions: bits(2, modeSetID)},
 		{Name: "fchmodat2", Conditions: bits(2, modeSetID)},
-		{Name: "mknodat", Conditions: bits(2, modeDevice)},
+		{Name: "mknodat", Conditions: bits(2, modeDevice|modeSetID)},
 		{Name: "openat", Conditions: created(2, 3)},
 	}
 	files = append(files, legacyFileCalls(bits, created)...)

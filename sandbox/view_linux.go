@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,9 @@ var CredentialStores = []string{
 	".password-store", ".local/share/keyrings", ".vault-token", ".npmrc", ".pypirc",
 	".cargo/credentials", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json",
 	".config/op", ".config/hub",
+	// Where same-user services keep their sockets (Docker Desktop, Rancher
+	// Desktop, Colima, Lima, OrbStack, Podman machines).
+	".rd", ".colima", ".lima", ".orbstack", ".local/share/containers/podman/machine",
 }
 
 // SystemSecrets are files of the system trees no command reads (shell
@@ -66,9 +70,16 @@ var StartupFiles = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".login",
 	".kshrc", ".mkshrc", ".inputrc", ".xprofile", ".xsessionrc", ".xinitrc", ".pam_environment",
+	".bash_aliases", ".bashrc.d", ".xonshrc", ".vimrc", ".gvimrc", ".exrc", ".vim", ".emacs", ".emacs.d",
+	".tmux.conf", ".screenrc", ".wgetrc", ".curlrc", ".npmrc", ".pythonrc", ".Rprofile",
 	".gitconfig", ".config/git", ".config/fish", ".config/systemd", ".config/autostart",
-	".config/environment.d", ".local/bin",
+	".config/environment.d", ".config/nvim", ".config/tmux", ".config/nushell", ".config/bash",
+	".config/zsh", ".local/bin", ".local/share/applications",
 }
+
+// sharedTempDirs are directories shared by every user and session: no
+// writable location may be or contain one (the view's /tmp is private).
+var sharedTempDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
 // viewRoot is where the new root is mounted before pivot_root: /tmp is
 // covered by it until the pivot moves it to /, and the real /tmp shows
@@ -100,6 +111,9 @@ type target struct {
 	dir  bool
 	dev  string // mountinfo major:minor of its file system
 	rel  string // its path within that file system
+	// stDev and ino are its stat(2) identity when planned: the file
+	// covered at its path must still be that one.
+	stDev, ino uint64
 }
 
 // plan is everything the view needs, gathered in the old root.
@@ -108,11 +122,21 @@ type plan struct {
 	targets []target
 	// writable are the writable locations (cwd, roots, the temp dir).
 	writable []string
-	// homeWritable: a writable location contains the user's home.
-	home         string
-	homeWritable bool
-	credentials  []string // absolute credential stores to leave out
-	covered      []string // CoveredFiles
+	// home is the user's home bound read-only ($HOME); writableHomes are
+	// the user's homes ($HOME and the password database's) that a
+	// writable location contains, whose start-up files freezeHome keeps.
+	home          string
+	writableHomes []string
+	credentials   []string // absolute credential stores to leave out
+	covered       []string // CoveredFiles
+	// tempParent is the directory holding the commands' temp directories
+	// unless it is /tmp (private in the view): shown with only this
+	// command's.
+	tempParent, tempDir string
+	// viewDevs are the devices of the view's own tmpfs mounts (its root
+	// and /tmp): a directory there is a skeleton made to hold a mount
+	// point, which shows nothing of a target at the same path.
+	viewDevs []uint64
 }
 
 // openSource opens p (a real path) for the view; a missing path, or one
@@ -217,8 +241,20 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 	writable := s.writable()
 	pl.writable = writable
 	for _, w := range writable {
-		if pl.home != "" && Within(pl.home, w) {
-			pl.homeWritable = true
+		if w == filepath.Clean(s.TempDir) {
+			continue
+		}
+		for _, shared := range sharedTempDirs {
+			if Within(shared, w) {
+				return nil, fmt.Errorf("%s cannot be a writable location: it holds the shared %s (other sessions' temp directories, other users' sockets); nothing was run", w, shared)
+			}
+		}
+	}
+	if s.TempDir != "" {
+		// (Only /tmp itself is private: a parent below it may show
+		// through a bound tree, a home under /tmp, say.)
+		if d := filepath.Dir(filepath.Clean(s.TempDir)); d != "/tmp" && d != "/" {
+			pl.tempParent, pl.tempDir = d, filepath.Clean(s.TempDir)
 		}
 	}
 	// Read-only sources: those inside a system tree, a writable location
@@ -255,7 +291,9 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 		pl.binds = append(pl.binds, source{path: w, fd: fd, dir: true, rw: true})
 	}
 	// The stores of the home in $HOME and of the user's home in the
-	// password database (a $PATH root may lie there).
+	// password database (a $PATH root may lie there, and it is the home
+	// when $HOME is unset or /), at their paths and where a symlink of the
+	// person's (~/.ssh -> dotfiles/ssh) leads.
 	homes := []string{}
 	if pl.home != "" {
 		homes = append(homes, pl.home)
@@ -264,13 +302,18 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 		homes = append(homes, RealPath(u.HomeDir))
 	}
 	for _, h := range homes {
+		if slices.ContainsFunc(writable, func(w string) bool { return w != filepath.Clean(s.TempDir) && Within(h, w) }) {
+			pl.writableHomes = append(pl.writableHomes, h)
+		}
 		for _, c := range CredentialStores {
-			p := filepath.Join(h, c)
-			if slices.ContainsFunc(s.Policy.ReadableRoots, func(r string) bool { return Within(p, RealPath(r)) }) ||
-				slices.ContainsFunc(writable, func(w string) bool { return Within(w, p) }) {
-				continue
+			for _, p := range []string{filepath.Join(h, c), RealPath(filepath.Join(h, c))} {
+				if slices.Contains(pl.credentials, p) ||
+					slices.ContainsFunc(s.Policy.ReadableRoots, func(r string) bool { return Within(p, RealPath(r)) }) ||
+					slices.Contains(writable, p) { // the person made the store itself the cwd or a root
+					continue
+				}
+				pl.credentials = append(pl.credentials, p)
 			}
-			pl.credentials = append(pl.credentials, p)
 		}
 	}
 	// Targets: the daemon's, to cover wherever they show.
@@ -290,7 +333,12 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 		if m == nil {
 			return fmt.Errorf("protected %s: no mount holds it", p)
 		}
-		pl.targets = append(pl.targets, target{path: p, dir: fi.IsDir(), dev: m.dev, rel: joinRel(m.root, p, m.mountpoint)})
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if st == nil {
+			return fmt.Errorf("protected %s: no stat", p)
+		}
+		pl.targets = append(pl.targets, target{path: p, dir: fi.IsDir(), dev: m.dev, rel: joinRel(m.root, p, m.mountpoint),
+			stDev: uint64(st.Dev), ino: st.Ino})
 		return nil
 	}
 	for _, p := range s.Protected {
@@ -350,6 +398,13 @@ func buildView(s Spec, pl *plan) error {
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 		return fmt.Errorf("private /tmp: %w", err)
 	}
+	for _, d := range []string{"/", "/tmp"} {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return err
+		}
+		pl.viewDevs = append(pl.viewDevs, uint64(st.Dev))
+	}
 	binds := slices.Clone(pl.binds)
 	slices.SortStableFunc(binds, func(a, b source) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
 	for _, b := range binds {
@@ -365,10 +420,8 @@ func buildView(s Spec, pl *plan) error {
 			return err
 		}
 	}
-	if pl.homeWritable {
-		if err := freezeHome(pl); err != nil {
-			return err
-		}
+	if err := freezeHome(pl); err != nil {
+		return err
 	}
 	if err := coverAll(pl); err != nil {
 		return err
@@ -382,7 +435,8 @@ func buildView(s Spec, pl *plan) error {
 	return setattr("/", false, true, true)
 }
 
-// bindSource places b in the view at b.path.
+// bindSource places b in the view at b.path: by descriptor, onto a
+// target opened without following symlinks (targetFor).
 func bindSource(b source) error {
 	if b.fd < 0 {
 		if err := os.MkdirAll(filepath.Dir(b.path), 0o755); err != nil {
@@ -390,33 +444,13 @@ func bindSource(b source) error {
 		}
 		return os.Symlink(b.link, b.path)
 	}
-	if err := mountPoint(b.path, b.dir); err != nil {
+	t, err := targetFor(b.path, b.dir)
+	if err != nil {
 		return err
 	}
-	if err := unix.Mount(fdPath(b.fd), b.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	defer unix.Close(t)
+	if err := bindOnto(b.fd, t, mountAttr(!b.rw, true, false)); err != nil {
 		return fmt.Errorf("bind %s: %w", b.path, err)
-	}
-	return setattr(b.path, true, !b.rw, true)
-}
-
-// mountPoint makes sure p exists in the view as a directory (or file)
-// to mount on: it is there already (inside a bound tree), or made in the
-// view's tmpfs.
-func mountPoint(p string, dir bool) error {
-	if _, err := os.Lstat(p); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("view: mount point for %s: %w", p, err)
-	}
-	var err error
-	if dir {
-		err = os.Mkdir(p, 0o755)
-	} else {
-		err = os.WriteFile(p, nil, 0o400)
-	}
-	if err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("view: mount point for %s: %w", p, err)
 	}
 	return nil
 }
@@ -493,27 +527,73 @@ func makeDev() error {
 }
 
 // freezeRepos keeps the .git/config and .git/hooks of every repository in
-// the writable locations (findRepos) read-only, and .git where it is: a command that wrote them
-// would run code in the person's next git command, outside the sandbox.
+// the writable locations (findRepos) read-only, and .git where it is: a
+// command that wrote them would run code in the person's next git
+// command, outside the sandbox. A .git that is a file (a worktree's or a
+// submodule's "gitdir:") is kept read-only itself. Each is opened without
+// following symlinks and mounted on by descriptor; a .git that is a
+// symlink, or a config or hooks that is one, fails closed.
 func freezeRepos(pl *plan) error {
 	for _, git := range findRepos(pl.writable) {
-		hooks := filepath.Join(git, "hooks")
-		if err := os.Mkdir(hooks, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s: %w", hooks, err)
-		}
-		// .git itself a mount point: it cannot be renamed or removed and
-		// replaced by a copy with another config (EBUSY).
-		if err := unix.Mount(git, git, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", git, err)
-		}
-		if err := setattr(git, false, false, true); err != nil {
+		if err := freezeRepo(git); err != nil {
 			return err
 		}
-		for _, p := range []string{filepath.Join(git, "config"), hooks} {
-			if err := bindReadOnly(p); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// freezeRepo freezes one .git (see freezeRepos).
+func freezeRepo(git string) error {
+	g, err := openNoFollow(git)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // gone since the search
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w; nothing was run", git, err)
+	}
+	defer unix.Close(g)
+	typ, _, err := fdType(g)
+	switch {
+	case err != nil:
+		return err
+	case typ == unix.S_IFREG:
+		return bindSelf(g, git, true)
+	case typ != unix.S_IFDIR:
+		return fmt.Errorf("%s: %w", git, ErrSymlinkSwapped)
+	}
+	if err := unix.Mkdirat(g, "hooks", 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%s/hooks: %w", git, err)
+	}
+	for _, name := range []string{"config", "hooks"} {
+		f, err := openAt(g, name, unix.RESOLVE_BENEATH)
+		if errors.Is(err, unix.ENOENT) {
+			continue
 		}
+		if err != nil {
+			return fmt.Errorf("%s/%w; nothing was run", git, err)
+		}
+		typ, _, _ := fdType(f)
+		if typ == unix.S_IFLNK {
+			unix.Close(f)
+			return fmt.Errorf("%s/%s: %w", git, name, ErrSymlinkSwapped)
+		}
+		err = bindSelf(f, filepath.Join(git, name), true)
+		unix.Close(f)
+		if err != nil {
+			return err
+		}
+	}
+	// .git itself a mount point (its clone holds the two read-only
+	// mounts): it cannot be renamed or removed and replaced by a copy
+	// with another config (EBUSY).
+	return bindSelf(g, git, false)
+}
+
+// bindSelf binds what fd refers to onto itself (a mount point, which
+// cannot be renamed or removed), read-only when ro, nosuid and nodev.
+func bindSelf(fd int, p string, ro bool) error {
+	if err := bindOnto(fd, fd, mountAttr(ro, true, false)); err != nil {
+		return fmt.Errorf("bind %s: %w", p, err)
 	}
 	return nil
 }
@@ -527,9 +607,9 @@ const (
 	repoSearchDirs  = 256
 )
 
-// findRepos returns the .git directories of the writable locations and of
-// their subdirectories up to repoSearchDepth (hidden ones and
-// node_modules skipped; symlinks not followed).
+// findRepos returns the .git entries (directories or files) of the
+// writable locations and of their subdirectories up to repoSearchDepth
+// (hidden ones and node_modules skipped; symlinks not followed).
 func findRepos(writable []string) []string {
 	var out []string
 	seen, budget := map[string]bool{}, repoSearchDirs
@@ -541,7 +621,7 @@ func findRepos(writable []string) []string {
 		seen[dir] = true
 		budget--
 		git := filepath.Join(dir, ".git")
-		if fi, err := os.Lstat(git); err == nil && fi.IsDir() {
+		if fi, err := os.Lstat(git); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 			out = append(out, git)
 		}
 		if depth == repoSearchDepth {
@@ -563,25 +643,13 @@ func findRepos(writable []string) []string {
 	return out
 }
 
-// bindReadOnly binds p onto itself read-only when it exists (not a
-// symlink).
-func bindReadOnly(p string) error {
-	fi, err := os.Lstat(p)
-	if err != nil || fi.Mode()&os.ModeSymlink != 0 {
-		return nil
-	}
-	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", p, err)
-	}
-	return setattr(p, true, true, true)
-}
-
-// freezeHome, when a writable location contains the user's home, makes
-// its StartupFiles read-only and its top level closed to new entries (so
-// none of them can be created): a view of its entries on a read-only
-// tmpfs, each bound from the real directory as it was. The nested start-up
-// directories (.config/systemd, .local/bin, …) are made, empty, where
-// their parent exists, and bound read-only.
+// freezeHome, for each of the user's homes ($HOME and the password
+// database's) that a writable location contains, makes its StartupFiles
+// read-only and its top level closed to new entries (so none of them can
+// be created): a view of its entries on a read-only tmpfs, each bound
+// from the real directory as it was. The nested start-up directories
+// (.config/systemd, .local/bin, …) are made, empty, where their parent
+// exists, and bound read-only.
 func freezeHome(pl *plan) error {
 	top := map[string]bool{}
 	for _, f := range StartupFiles {
@@ -589,55 +657,84 @@ func freezeHome(pl *plan) error {
 			top[f] = true
 		}
 	}
-	if err := freeze(pl.home, func(name string) entryMode {
-		if top[name] {
-			return entryReadOnly
+	for _, home := range pl.writableHomes {
+		h, err := openNoFollow(home)
+		if err != nil {
+			return fmt.Errorf("home %w; nothing was run", err)
 		}
-		return entryKeep
-	}); err != nil {
-		return err
-	}
-	for _, f := range StartupFiles {
-		if !strings.Contains(f, "/") {
-			continue
-		}
-		// A start-up directory that does not exist yet under one that does
-		// (~/.config/systemd in ~/.config) is made, empty, so that it can
-		// be bound read-only: else the command could make it and fill it.
-		p := filepath.Join(pl.home, f)
-		if _, err := os.Lstat(filepath.Dir(p)); err == nil {
-			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return fmt.Errorf("%s: %w", p, err)
+		err = freeze(h, home, func(name string) entryMode {
+			if top[name] {
+				return entryReadOnly
 			}
-		}
-		if err := bindReadOnly(p); err != nil {
+			return entryKeep
+		})
+		unix.Close(h)
+		if err != nil {
 			return err
+		}
+		for _, f := range StartupFiles {
+			if !strings.Contains(f, "/") {
+				continue
+			}
+			if err := freezeNested(filepath.Join(home, f)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// freezeNested binds the start-up directory p read-only, made empty
+// first when its parent exists and it does not.
+func freezeNested(p string) error {
+	parent, err := openNoFollow(filepath.Dir(p))
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w; nothing was run", err)
+	}
+	defer unix.Close(parent)
+	name := filepath.Base(p)
+	if err := unix.Mkdirat(parent, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	f, err := openAt(parent, name, unix.RESOLVE_BENEATH)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was run", err)
+	}
+	defer unix.Close(f)
+	if typ, _, _ := fdType(f); typ == unix.S_IFLNK {
+		return fmt.Errorf("%s: %w", p, ErrSymlinkSwapped)
+	}
+	return bindSelf(f, p, true)
 }
 
 // coverAll leaves out of the view the credential stores, the system
 // secrets and the targets, wherever they show.
 func coverAll(pl *plan) error {
 	for _, c := range pl.credentials {
-		if err := cover(c, nil, pl); err != nil {
+		if err := cover(c, nil, pl, coverSecret); err != nil {
 			return err
 		}
 	}
 	for _, g := range SystemSecrets {
 		ms, _ := filepath.Glob(g)
 		for _, m := range ms {
-			if err := cover(m, nil, pl); err != nil {
+			if err := cover(m, nil, pl, coverSecret); err != nil {
 				return err
 			}
 		}
+	}
+	if err := coverOtherTempDirs(pl); err != nil {
+		return err
 	}
 	mounts, err := readMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		return err
 	}
-	for _, t := range pl.targets {
+	for i := range pl.targets {
+		t := &pl.targets[i]
 		places := []string{t.path}
 		for _, m := range mounts {
 			if m.dev != t.dev || Within(m.mountpoint, oldRoot) {
@@ -658,7 +755,7 @@ func coverAll(pl *plan) error {
 			}
 		}
 		for _, p := range places {
-			if err := cover(p, &t, pl); err != nil {
+			if err := coverTargetAt(p, t, pl); err != nil {
 				return err
 			}
 		}
@@ -666,28 +763,113 @@ func coverAll(pl *plan) error {
 	return nil
 }
 
+// coverTargetAt covers target t where it shows at p. A file (the token
+// file) is left out of a read-only view of its directory rather than
+// covered by a mount on its own name, which a rename over it (a token
+// rewritten) would remove while the command runs; in a writable location's
+// own directory (whose top level must stay writable) it is covered by name.
+func coverTargetAt(p string, t *target, pl *plan) error {
+	dir := filepath.Dir(p)
+	if t.dir || p != t.path || dir == "/" || slices.Contains(pl.writable, dir) {
+		return cover(p, t, pl, coverTarget)
+	}
+	d, err := openNoFollow(dir)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cover %s: %w; nothing was run", p, err)
+	}
+	defer unix.Close(d)
+	f, err := openAt(d, filepath.Base(p), unix.RESOLVE_BENEATH)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cover %s: %w; nothing was run", p, err)
+	}
+	_, st, err := fdType(f)
+	unix.Close(f)
+	if err != nil || uint64(st.Dev) != t.stDev || st.Ino != t.ino {
+		if slices.Contains(pl.viewDevs, uint64(st.Dev)) {
+			return nil // a skeleton of the view's: the file is not there
+		}
+		return fmt.Errorf("cover %s: it changed while the sandbox was set up (renamed or replaced); nothing was run", p)
+	}
+	name := filepath.Base(p)
+	return freeze(d, dir, func(n string) entryMode {
+		if n == name {
+			return entryCovered
+		}
+		return entryKeep
+	})
+}
+
+// TempDirPrefix begins the name of every command's private temp
+// directory (made by the caller in the daemon's temp directory): the
+// view leaves out the others' (coverOtherTempDirs).
+const TempDirPrefix = "sessiond-cmd-"
+
+// coverOtherTempDirs leaves the other commands' temp directories out of
+// the directory holding this one's, when the view shows it (the daemon's
+// $TMPDIR under a bound home, say; /tmp itself is private): a read-only
+// view of it without them. Not in a writable location's own top level,
+// which must stay writable.
+func coverOtherTempDirs(pl *plan) error {
+	p := pl.tempParent
+	if p == "" || slices.Contains(pl.writable, p) {
+		return nil
+	}
+	d, err := openNoFollow(p)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("temp directories %w; nothing was run", err)
+	}
+	defer unix.Close(d)
+	ents, err := os.ReadDir(fdPath(d))
+	if err != nil {
+		return fmt.Errorf("temp directories %s: %w; nothing was run", p, err)
+	}
+	own := filepath.Base(pl.tempDir)
+	other := func(name string) bool { return strings.HasPrefix(name, TempDirPrefix) && name != own }
+	if !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return other(e.Name()) }) {
+		return nil
+	}
+	return freeze(d, p, func(name string) entryMode {
+		if other(name) {
+			return entryCovered
+		}
+		return entryKeep
+	})
+}
+
+// coverKind says how cover treats what it covers.
+type coverKind int
+
+const (
+	// coverTarget: one of the daemon's (Spec.Protected, HiddenFiles): a
+	// symlink on the way, or another file than the one planned, fails
+	// closed; inside it the writable locations are kept and the covered
+	// files left out, the rest read-only.
+	coverTarget coverKind = iota
+	// coverSecret: a credential store or a system secret (found by name):
+	// a symlink on the way is passed over (its real path is covered too);
+	// inside it the writable locations are kept and everything else left
+	// out.
+	coverSecret
+)
+
 // cover makes p, if the view shows it, show nothing: an empty read-only
 // file over a file; over a directory an empty read-only tmpfs, or, when a
-// writable location lies inside it, a read-only view of its entries
-// without the covered files. An error checking p fails closed.
-func cover(p string, t *target, pl *plan) error {
-	fi, err := os.Lstat(p)
-	switch {
-	case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
-		return nil
-	case err != nil:
-		return fmt.Errorf("cover %s: %w; nothing was run", p, err)
-	case fi.Mode()&os.ModeSymlink != 0:
-		return nil // the symlink shows nothing by itself; what it leads to is covered where it is
-	case !fi.IsDir():
-		if err := unix.Mount(emptyFile, p, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("cover %s: %w", p, err)
-		}
-		return setattr(p, false, true, true)
-	}
-	// p inside a writable location: pin every directory between them as
-	// a mount point, outermost first, so that none can be renamed or
-	// removed (EBUSY) and p stays where the daemon looks for it.
+// writable location lies inside it, a read-only view of its entries that
+// keeps the writable locations and leaves out the rest as kind says. p
+// is opened without following symlinks and covered by descriptor; when p
+// lies in a writable location, every directory between them is pinned as
+// a mount point first, so that none can be renamed away (EBUSY). An
+// error checking p fails closed.
+func cover(p string, t *target, pl *plan, kind coverKind) error {
 	for _, w := range pl.writable {
 		if !Within(p, w) || p == w {
 			continue
@@ -698,10 +880,58 @@ func cover(p string, t *target, pl *plan) error {
 		}
 		slices.Reverse(chain)
 		for _, d := range chain {
-			if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-				return fmt.Errorf("bind %s: %w", d, err)
+			fd, err := openNoFollow(d)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				return nil // nothing there: nothing of p shows
+			}
+			if err != nil {
+				return fmt.Errorf("cover %s: %w; nothing was run", p, err)
+			}
+			err = bindSelf(fd, d, false)
+			unix.Close(fd)
+			if err != nil {
+				return err
 			}
 		}
+	}
+	fd, err := openNoFollow(p)
+	switch {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		return nil
+	case errors.Is(err, ErrSymlinkSwapped) && kind == coverSecret:
+		return nil // under a symlink of the person's: its real path is covered
+	case err != nil:
+		return fmt.Errorf("cover %s: %w; nothing was run", p, err)
+	}
+	defer unix.Close(fd)
+	typ, st, err := fdType(fd)
+	if err != nil {
+		return fmt.Errorf("cover %s: %w", p, err)
+	}
+	if typ == unix.S_IFLNK {
+		if kind == coverTarget && t != nil && p == t.path {
+			return fmt.Errorf("cover %s: %w", p, ErrSymlinkSwapped)
+		}
+		return nil // the symlink shows nothing by itself; what it leads to is covered where it is
+	}
+	if kind == coverTarget && t != nil && (uint64(st.Dev) != t.stDev || st.Ino != t.ino) && p == t.path {
+		if !(typ == unix.S_IFDIR && slices.Contains(pl.viewDevs, uint64(st.Dev))) {
+			return fmt.Errorf("cover %s: it changed while the sandbox was set up (renamed or replaced); nothing was run", p)
+		}
+		// The view's skeleton around a writable location inside the
+		// target (made to hold its mount point): nothing of the target
+		// shows; it is frozen below like the target would be.
+	}
+	if typ != unix.S_IFDIR {
+		e, err := openNoFollow(emptyFile)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(e)
+		if err := bindOnto(e, fd, mountAttr(true, true, true)); err != nil {
+			return fmt.Errorf("cover %s: %w", p, err)
+		}
+		return nil
 	}
 	var inside []string
 	for _, w := range pl.writable {
@@ -710,20 +940,26 @@ func cover(p string, t *target, pl *plan) error {
 		}
 	}
 	if len(inside) == 0 {
-		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0500,size=4k"); err != nil {
+		m, err := newTmpfs("0500", "4k", mountAttr(true, true, true))
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		defer unix.Close(m)
+		if err := attachOnto(m, fd); err != nil {
 			return fmt.Errorf("hide %s: %w", p, err)
 		}
 		return nil
 	}
 	// A writable location lies in p (the session's cwd is the daemon's
-	// home or beneath it): keep the writable locations, freeze the rest of
-	// p read-only, and leave the covered files out.
-	return freeze(p, func(name string) entryMode {
+	// home or beneath it, a writable root lies in ~/.kube): keep the
+	// writable locations, and freeze or leave out the rest of p.
+	return freeze(fd, p, func(name string) entryMode {
+		entry := filepath.Join(p, name)
 		switch {
-		case slices.Contains(pl.covered, name):
-			return entryCovered
-		case slices.ContainsFunc(inside, func(w string) bool { return Within(w, filepath.Join(p, name)) }):
+		case slices.ContainsFunc(inside, func(w string) bool { return Within(w, entry) }):
 			return entryKeep
+		case kind == coverSecret || slices.Contains(pl.covered, name):
+			return entryCovered
 		}
 		return entryReadOnly
 	})
@@ -741,56 +977,80 @@ const (
 	entryCovered
 )
 
-// freeze replaces directory p, in this mount namespace, by a read-only
-// tmpfs holding p's entries, each bound (recursively) from the real
-// directory as mode says. Entries created in p later do not show, and no
-// rename in the real p reaches the covered ones.
-func freeze(p string, mode func(name string) entryMode) error {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", p, err)
-	}
-	defer unix.Close(fd)
-	ents, err := os.ReadDir(fdPath(fd))
+// freeze replaces directory dir (a descriptor of p), in this mount
+// namespace, by a read-only tmpfs holding p's entries, each bound
+// (recursively) from the real directory as mode says, all by descriptor.
+// Entries created in p later do not show, and no rename in the real p
+// reaches the covered ones.
+func freeze(dir int, p string, mode func(name string) entryMode) error {
+	ents, err := os.ReadDir(fdPath(dir))
 	if err != nil {
 		return fmt.Errorf("list %s: %w", p, err)
 	}
-	if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+	m, err := newTmpfs("0755", "", mountAttr(false, true, false))
+	if err != nil {
 		return fmt.Errorf("view of %s: %w", p, err)
 	}
-	real := fdPath(fd)
+	defer unix.Close(m)
+	if err := attachOnto(m, dir); err != nil {
+		return fmt.Errorf("view of %s: %w", p, err)
+	}
 	for _, e := range ents {
 		name := e.Name()
-		dst, src := filepath.Join(p, name), filepath.Join(real, name)
-		m := mode(name)
-		switch {
-		case m == entryCovered && e.IsDir():
-			err = os.Mkdir(dst, 0o500)
-		case m == entryCovered:
-			err = os.WriteFile(dst, nil, 0o400)
-		case e.Type()&os.ModeSymlink != 0:
-			var l string
-			if l, err = os.Readlink(src); err == nil {
-				err = os.Symlink(l, dst)
-			}
-		default:
-			if e.IsDir() {
-				err = os.Mkdir(dst, 0o755)
-			} else {
-				err = os.WriteFile(dst, nil, 0o600)
-			}
-			if err == nil {
-				err = unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, "")
-			}
-			if err == nil {
-				err = setattr(dst, true, m == entryReadOnly, true)
-			}
-		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) { // gone since the listing: left out
-			return fmt.Errorf("view of %s: %s: %w", p, name, err)
+		if err := freezeEntry(dir, m, name, mode(name)); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("view of %s: %s: %w", p, name, err) // gone since the listing: left out
 		}
 	}
-	return setattr(p, false, true, true)
+	return setattrFd(m, mountAttr(true, true, false), false)
+}
+
+// freezeEntry places entry name of the real directory real into the
+// view's tmpfs view (both descriptors) as mode says.
+func freezeEntry(real, view int, name string, mode entryMode) error {
+	src, err := openAt(real, name, unix.RESOLVE_BENEATH)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	typ, st, err := fdType(src)
+	if err != nil {
+		return err
+	}
+	switch {
+	case typ == unix.S_IFLNK:
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(real, name, buf)
+		if err != nil {
+			return err
+		}
+		return unix.Symlinkat(string(buf[:n]), view, name)
+	case mode == entryCovered && typ == unix.S_IFDIR:
+		return unix.Mkdirat(view, name, 0o500)
+	case typ == unix.S_IFDIR:
+		if err := unix.Mkdirat(view, name, 0o755); err != nil {
+			return err
+		}
+	default:
+		perm := uint32(0o600)
+		if mode == entryCovered {
+			perm = 0o400
+		}
+		f, err := unix.Openat(view, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		if err != nil {
+			return err
+		}
+		unix.Close(f)
+		if mode == entryCovered {
+			return nil
+		}
+	}
+	_ = st
+	dst, err := openAt(view, name, unix.RESOLVE_BENEATH)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dst)
+	return bindOnto(src, dst, mountAttr(mode == entryReadOnly, true, false))
 }
 
 // mountinfo is one line of /proc/PID/mountinfo.

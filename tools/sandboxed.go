@@ -38,7 +38,7 @@ func checkSandboxArgs(a TerminalArgs) error {
 // sandboxCommand builds the confined command and its private temp
 // directory (the caller removes it).
 func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, gate bool) (*exec.Cmd, string, error) {
-	tmp, err := os.MkdirTemp("", "sessiond-cmd-")
+	tmp, err := os.MkdirTemp("", sandbox.TempDirPrefix)
 	if err != nil {
 		return nil, "", fmt.Errorf("tools: command temp directory: %w", err)
 	}

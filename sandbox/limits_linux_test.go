@@ -1,0 +1,145 @@
+//go:build linux && sandboxlimits
+
+package sandbox
+
+// Known limits of the sandbox's view (README "Security model", docs/protocol.md
+// E3): attacks of the issue-22 review round that still work and are written
+// down rather than fixed, each as the test that shows it. They fail; they
+// are built only with -tags sandboxlimits, so that whoever closes a limit
+// moves its test back into the suite:
+//
+//	go test -tags sandboxlimits -run 'TestAttackView' ./sandbox/
+//
+// - Git reads files of .git that a command can create or that the person's
+//   own git replaces: .git/commondir, a new repository in the cwd, a
+//   submodule's repository and its gitlink in the index; and a .git/config
+//   (or a credential file of the home) rewritten by rename while a command
+//   runs loses its cover in that command. Closing them means a read-only
+//   .git (as Codex does), which takes git commits away from the model.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAttackViewGitCommondir (FAILS): .git/config and .git/hooks are
+// read-only, but the rest of .git is writable, and git reads the config
+// and the hooks of the common directory named by .git/commondir (for any
+// git directory, not only a worktree's). The command copies the
+// repository into .evil with a config of its own and writes
+// "../.evil" into .git/commondir: the person's next `git status` in the
+// workspace runs core.fsmonitor outside the sandbox (persistence, code
+// execution as the daemon's user). What should hold: the cwd's
+// repository configuration cannot be redirected (git's config of the
+// workspace is what it was).
+func TestAttackViewGitCommondir(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, evilRepo+` && echo ../.evil > .git/commondir`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
+		t.Errorf("the person's git in the workspace now runs core.fsmonitor %q (from .git/commondir)", got)
+	}
+	if got := gitConfig(l.work, "core.hooksPath"); got != "" {
+		t.Errorf("core.hooksPath %q", got)
+	}
+}
+
+// TestAttackViewGitCreatedInCwd (FAILS): a session whose cwd is a
+// subdirectory of a repository (monorepo/pkg) has no .git of its own to
+// freeze, so the command makes one (`git init`, a config with
+// core.fsmonitor); the person's next git command in that directory, the
+// session's own cwd, runs it outside the sandbox. What should hold: no
+// .git can be created at the cwd (or a writable root) either.
+func TestAttackViewGitCreatedInCwd(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	pkg := filepath.Join(l.work, "pkg")
+	os.Mkdir(pkg, 0o755)
+	s := l.spec(ModeWorkspaceWrite, pkg)
+	out, code := run(t, s, `git init -q . && git config core.fsmonitor "touch /tmp/PWNED; false"`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(pkg, "core.fsmonitor"); got != "" {
+		t.Errorf("the person's git in the session's cwd now runs core.fsmonitor %q", got)
+	}
+}
+
+// TestAttackViewGitConfigReplacedOutside (FAILS): .git/config is a
+// read-only bind on the file's dentry; git writes its config by
+// renaming config.lock over it, so when the person runs any
+// config-writing git command (`git config`, `git push -u`, `git remote
+// add`, `git checkout --track`) while a command runs, the kernel detaches
+// the bind in the command's namespace and the command, still running
+// (a long test run, a watcher), writes core.fsmonitor into the real
+// .git/config: the person's next `git status` runs it outside the
+// sandbox. The same detaching uncovers the home's file credential
+// stores (~/.git-credentials, ~/.npmrc, ~/.vault-token are rewritten by
+// rename too) for a running command. What should hold: .git/config
+// stays read-only for the whole command.
+func TestAttackViewGitConfigReplacedOutside(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		exec.Command("git", "-C", l.work, "config", "user.name", "person").Run()
+	}()
+	out, code := run(t, s, `for i in $(seq 50); do git config core.fsmonitor "touch /tmp/PWNED; false" 2>/dev/null && echo WRITTEN && break; sleep 0.1; done; true`)
+	t.Logf("command: %d %s", code, out)
+	if got := gitConfig(l.work, "core.fsmonitor"); got != "" {
+		t.Errorf("a running command wrote core.fsmonitor %q into .git/config after the person's git replaced it", got)
+	}
+}
+
+// TestAttackViewCredentialFileReplaced (FAILS): a credential store that
+// is a file (~/.git-credentials, ~/.npmrc, ~/.netrc, ~/.vault-token) is
+// covered by a bind on its dentry; the person's tool rewrites it by
+// rename (git credential-store's lock file, npm's write-file-atomic,
+// `vault login`) while a command runs, the bind is detached, and the
+// running command reads the new credentials. What should hold: the
+// store stays out of the view for the whole command.
+func TestAttackViewCredentialFileReplaced(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "user")
+	os.Mkdir(home, 0o700)
+	creds := filepath.Join(home, ".git-credentials")
+	os.WriteFile(creds, []byte("https://u:OLD-PAT@github.com\n"), 0o600)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	s.Home = home
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		os.WriteFile(creds+".lock", []byte("https://u:NEW-PAT@github.com\n"), 0o600)
+		os.Rename(creds+".lock", creds)
+	}()
+	out, _ := run(t, s, `cat "`+creds+`"; sleep 3; cat "`+creds+`"; true`)
+	if strings.Contains(out, "PAT@") {
+		t.Errorf("a running command read the credential store after it was replaced: %q", out)
+	}
+}
+
+// TestAttackViewGitSubmoduleRecursion (FAILS): the known limit says a
+// repository nested in the cwd keeps its .git/config writable; but the
+// command also writes the cwd repository's index (writable in .git) and
+// adds the nested repository as a submodule (a gitlink): the person's
+// next `git status` in the cwd itself recurses into it and runs the
+// nested core.fsmonitor outside the sandbox, without the person ever
+// entering the nested directory. What should hold: a git command in the
+// session's cwd runs nothing the sandboxed command configured.
+func TestAttackViewGitSubmoduleRecursion(t *testing.T) {
+	l := newLayout(t)
+	gitRepo(t, l.work)
+	mark := filepath.Join(l.root, "PWNED-submodule")
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, `mkdir sub && cd sub && git init -q && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m x &&
+git config core.fsmonitor "touch `+mark+`; false" && cd .. && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub`)
+	t.Logf("command: %d %s", code, out)
+	exec.Command("git", "-C", l.work, "status").Run() // the person, outside the sandbox
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the person's git status in the session's cwd ran a command the sandboxed command configured (nested submodule's core.fsmonitor)")
+	}
+}
