@@ -212,10 +212,20 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := d.joinCluster(ctx); err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	d.prompts = prompts.NewManager(d.db, d.epoch, log)
-	d.prompts.SetCluster(d.bus)
 	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
-		Label: cfg.Cluster.Label, OnTake: d.prompts.FenceSession, Bus: d.bus}
+		Label: cfg.Cluster.Label, Bus: d.bus}
+	// The scheduler is built before the prompts manager, which takes its
+	// live check (the in-memory half of the fence) at construction; the
+	// executor reaches the manager through the daemon (prompter), and runs
+	// only once the scheduler starts.
+	exec, err := d.newExecutor()
+	if err != nil {
+		return nil, err
+	}
+	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
+	d.prompts = prompts.NewManager(d.db, d.epoch, d.sched, log)
+	d.prompts.SetCluster(d.bus)
+	d.queue.OnTake = d.prompts.FenceSession
 	// Recovery is a named step before serving: this daemon takes every
 	// session whose owner is gone (on SQLite: every session), their started
 	// rows become unknown and their prompts close.
@@ -241,12 +251,6 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn("the sandbox is not available: every terminal command needs approval (as in approvals.mode strict) and runs unsandboxed once approved; set sandbox: {mode: off} in config.yaml to run them unsandboxed as before",
 			"reason", d.sandboxErr.Error())
 	}
-	exec, err := d.newExecutor()
-	if err != nil {
-		return nil, err
-	}
-	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
-	d.prompts.SetLive(d.sched)
 	d.mux = d.routes()
 	d.pairMux = d.pairRoutes()
 

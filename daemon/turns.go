@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/agent"
 	"github.com/sessiond/sessiond/model"
+	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
@@ -47,7 +48,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			UserHome:        os.Getenv("HOME"), // what terminal commands inherit
 		},
 		Journal:  &journal{d: d},
-		Prompter: d.prompts,
+		Prompter: prompter{d},
 		NewModel: e.model,
 		Logger:   d.log,
 	}
@@ -95,6 +96,19 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 		out.Finish = func(tx *store.Tx) error { return appendAssistant(tx, turn, reply, nil) }
 	}
 	return out
+}
+
+// prompter is the agent's Prompter: the daemon's prompts manager, reached
+// at each call because the manager is built after the scheduler whose live
+// check it takes (no turn runs before both exist).
+type prompter struct{ d *Daemon }
+
+func (p prompter) Ask(ctx context.Context, a prompts.Ask) (prompts.Outcome, error) {
+	return p.d.prompts.Ask(ctx, a)
+}
+
+func (p prompter) Allowed(ctx context.Context, sessionID, pattern string) (bool, error) {
+	return p.d.prompts.Allowed(ctx, sessionID, pattern)
 }
 
 // journal implements agent.Journal on the store; every write is fenced by

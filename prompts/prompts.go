@@ -63,6 +63,13 @@ var (
 	ErrNotLive         = errors.New("the turn is no longer live")                 // Ask: the execution ended
 )
 
+// ErrNoLiveCheck is what Respond returns for a prompt of this daemon when
+// the manager was built without its live check (NewManager with a nil
+// Liveness): nothing can say that the prompt's execution still runs, so the
+// fence fails closed. errors.Is(err, ErrStaleGeneration) holds: on the wire
+// it is stale_generation.
+var ErrNoLiveCheck = fmt.Errorf("%w: the prompts manager has no live check", ErrStaleGeneration)
+
 // Prompt is one prompts row.
 type Prompt struct {
 	PromptID            string         `db:"prompt_id"`
@@ -173,18 +180,17 @@ func (m *Manager) Poll(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// NewManager returns a Manager for the daemon of boot epoch.
-func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
+// NewManager returns a Manager for the daemon of boot epoch. live is the
+// in-memory half of the fence (the daemon's admission.Scheduler): an answer
+// to a prompt this daemon opened is accepted only while live says its
+// execution runs. A nil live fails closed: every such answer is refused
+// with ErrNoLiveCheck.
+func NewManager(db *store.DB, epoch int64, live Liveness, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]waiter{}}
+	return &Manager{db: db, epoch: epoch, live: live, log: log, waiters: map[string]waiter{}}
 }
-
-// SetLive sets the in-memory liveness used by Respond; set it before
-// serving. Without one, only the durable fence (admission.Execution.Check)
-// decides.
-func (m *Manager) SetLive(l Liveness) { m.live = l }
 
 // Execution is the execution the prompt belongs to; its OwnerEpoch (the
 // session's token) is not known from the prompt (0).
@@ -192,12 +198,21 @@ func (p Prompt) Execution() admission.Execution {
 	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.OwnerEpoch}
 }
 
-// isLive is the in-memory half of the fence: a prompt opened by this daemon
-// is live only while its scheduler runs the execution and has not asked it
-// to stop. A prompt of another daemon is judged from the store alone
-// (admission.Execution.CheckAnswerable).
-func (m *Manager) isLive(p Prompt) bool {
-	return p.OwnerEpoch != m.epoch || m.live == nil || m.live.IsLive(p.Execution())
+// liveErr is the in-memory half of the fence: a prompt opened by this
+// daemon is live only while its scheduler runs the execution and has not
+// asked it to stop (nil), else ErrStaleGeneration; without a live check,
+// ErrNoLiveCheck. A prompt of another daemon is judged from the store alone
+// (admission.Execution.CheckAnswerable), so it passes here.
+func (m *Manager) liveErr(p Prompt) error {
+	switch {
+	case p.OwnerEpoch != m.epoch:
+		return nil
+	case m.live == nil:
+		return fmt.Errorf("%w: prompt %s", ErrNoLiveCheck, p.PromptID)
+	case !m.live.IsLive(p.Execution()):
+		return fmt.Errorf("%w: execution %d of prompt %s has ended", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID)
+	}
+	return nil
 }
 
 // deliver hands o to the waiter of o.PromptID, if one waits. Called after
@@ -363,8 +378,8 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	if r.Generation != p.ExecutionGeneration {
 		return "", fmt.Errorf("%w: prompt %s belongs to execution %d, not %d", ErrStaleGeneration, p.PromptID, p.ExecutionGeneration, r.Generation)
 	}
-	if !m.isLive(p) {
-		return "", fmt.Errorf("%w: execution %d of prompt %s has ended", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID)
+	if err := m.liveErr(p); err != nil {
+		return "", err
 	}
 	if p.Status == "closed" {
 		return m.closedStatus(p)
@@ -418,7 +433,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 // timed out means the first resolution won; anything else means the
 // execution moved on.
 func (m *Manager) closedStatus(p Prompt) (string, error) {
-	if p.Status == "closed" && (p.Resolution.String == ResolutionAnswered || p.Resolution.String == ResolutionTimedOut) && m.isLive(p) {
+	if p.Status == "closed" && (p.Resolution.String == ResolutionAnswered || p.Resolution.String == ResolutionTimedOut) && m.liveErr(p) == nil {
 		return StatusAlreadyResolved, nil
 	}
 	return "", fmt.Errorf("%w: prompt %s was closed (%s)", ErrStaleGeneration, p.PromptID, p.Resolution.String)
