@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/protocol"
@@ -40,7 +41,7 @@ type Turn struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	OwnerEpoch  int64
+	LeaseEpoch  cluster.LeaseEpoch
 }
 
 // Model streams one chat completion (see model.Client.Stream).
@@ -440,7 +441,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 			payload.SandboxPermissions = tools.SandboxEscalated
 			payload.Justification = args.Justification
 		}
-		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
+		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, LeaseEpoch: t.LeaseEpoch,
 			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: payload})
 		if err != nil || ctx.Err() != nil {
 			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
@@ -535,7 +536,7 @@ func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.Too
 		errorResult(ev, "%v", err)
 		return
 	}
-	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
+	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, LeaseEpoch: t.LeaseEpoch,
 		Kind: prompts.KindClarify, Timeout: r.Config.ClarifyTimeout,
 		Payload: protocol.ClarifyPayload{ToolCallID: c.ID, Questions: clarifyQuestions(qs)}})
 	if err != nil || ctx.Err() != nil {

@@ -24,9 +24,9 @@ func open(t *testing.T) *store.DB {
 	return db
 }
 
-func bootEpoch(t *testing.T, db *store.DB) int64 {
+func bootEpoch(t *testing.T, db *store.DB) cluster.DaemonID {
 	t.Helper()
-	var id int64
+	var id cluster.DaemonID
 	if err := db.InTx(context.Background(), func(tx *store.Tx) error {
 		return tx.Get(&id, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (1, 'test', ?) RETURNING epoch`, store.Now())
 	}); err != nil {
@@ -35,7 +35,7 @@ func bootEpoch(t *testing.T, db *store.DB) int64 {
 	return id
 }
 
-func live(t *testing.T, db *store.DB, id int64) bool {
+func live(t *testing.T, db *store.DB, id cluster.DaemonID) bool {
 	t.Helper()
 	var n int
 	if err := db.Get(context.Background(), &n, `SELECT CASE WHEN `+cluster.DialectOf(db).LiveDaemon("?")+` THEN 1 ELSE 0 END`, id); err != nil {

@@ -164,11 +164,11 @@ func (d *Daemon) afterTake(ctx context.Context, taken []admission.Taken) {
 	unknown := 0
 	for _, t := range taken {
 		d.log.Warn("took over a session whose daemon is gone (boot rules applied: a started turn is now unknown, open prompts closed)",
-			"audit", true, "session_id", t.SessionID, "from_daemon", t.From, "owner_epoch", t.OwnerEpoch, "unknown_admissions", len(t.Unknown))
+			"audit", true, "session_id", t.SessionID, "from_daemon", t.From, "lease_epoch", t.LeaseEpoch, "unknown_admissions", len(t.Unknown))
 		for _, a := range t.Unknown {
 			unknown++
 			d.log.Warn("admission left started by a daemon that is gone is now unknown; it holds its session's queue until an operator resolves it (prompt.resolve_unknown); a command it ran on another host cannot be killed from here",
-				"audit", true, "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "daemon", a.OwnerEpoch.Int64)
+				"audit", true, "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "daemon", a.Daemon.V)
 		}
 		d.sched.Wake(t.SessionID)
 	}
@@ -238,11 +238,11 @@ func (d *Daemon) wakeOwnedQueued(ctx context.Context) {
 // checkSession is what a wake-up of one session does on this daemon.
 func (d *Daemon) checkSession(ctx context.Context, sessionID string) {
 	var s struct {
-		Owner     sql.NullInt64 `db:"owner_daemon"`
-		Epoch     int64         `db:"owner_epoch"`
-		Interrupt sql.NullInt64 `db:"interrupt_generation"`
+		Owner     sql.Null[cluster.DaemonID] `db:"owner_daemon"`
+		Epoch     cluster.LeaseEpoch         `db:"lease_epoch"`
+		Interrupt sql.NullInt64              `db:"interrupt_generation"`
 	}
-	if err := d.db.Get(ctx, &s, `SELECT owner_daemon, owner_epoch, interrupt_generation FROM sessions WHERE session_id = ?`, sessionID); err != nil {
+	if err := d.db.Get(ctx, &s, `SELECT owner_daemon, lease_epoch, interrupt_generation FROM sessions WHERE session_id = ?`, sessionID); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			// Deleted (on another daemon): nothing more will be published.
 			d.hub.dropSession(sessionID)
@@ -251,13 +251,13 @@ func (d *Daemon) checkSession(ctx context.Context, sessionID string) {
 		}
 		return
 	}
-	mine := s.Owner.Valid && s.Owner.Int64 == d.epoch
+	mine := s.Owner.Valid && s.Owner.V == d.epoch
 	if run, ok := d.sched.Running(sessionID); ok {
 		switch {
-		case !mine || (run.SessionEpoch != 0 && run.SessionEpoch != s.Epoch):
+		case !mine || (run.LeaseEpoch != 0 && run.LeaseEpoch != s.Epoch):
 			if d.sched.Abandon(sessionID) {
 				d.log.Error("another daemon took this session: its turn here stops and its command is killed; nothing more of it is written",
-					"audit", true, "session_id", sessionID, "admission_id", run.AdmissionID, "owner_daemon", s.Owner.Int64, "owner_epoch", s.Epoch)
+					"audit", true, "session_id", sessionID, "admission_id", run.AdmissionID, "owner_daemon", s.Owner.V, "lease_epoch", s.Epoch)
 			}
 		case s.Interrupt.Valid && s.Interrupt.Int64 == run.Generation():
 			go func() {
@@ -346,9 +346,9 @@ func (w *wakeSet) next() (ids []string, all, ok bool) {
 // generation.
 func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen int64) (any, error) {
 	var run struct {
-		AdmissionID string `db:"admission_id"`
-		Generation  int64  `db:"execution_generation"`
-		Daemon      int64  `db:"owner_epoch"`
+		AdmissionID string           `db:"admission_id"`
+		Generation  int64            `db:"execution_generation"`
+		Daemon      cluster.DaemonID `db:"owner_epoch"`
 	}
 	err := d.db.Get(ctx, &run, `SELECT admission_id, execution_generation, owner_epoch FROM session_admissions
 		WHERE status <> 'terminal' AND target_session_id = ? AND status = 'started'`, sessionID)

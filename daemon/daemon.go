@@ -52,7 +52,7 @@ type Daemon struct {
 	log     *slog.Logger
 	lock    *HomeLock
 	db      *store.DB
-	epoch   int64
+	epoch   cluster.DaemonID
 	token   string
 	desc    Descriptor
 	start   time.Time
@@ -212,7 +212,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	if err := d.joinCluster(ctx); err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
+	d.queue = &admission.Queue{DB: d.db, Daemon: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
 		Label: cfg.Cluster.Label, Bus: d.bus}
 	// The scheduler is built before the prompts manager, which takes its
 	// live check (the in-memory half of the fence) at construction; the
@@ -262,7 +262,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	d.desc = Descriptor{PID: os.Getpid(), URL: "ws://" + d.ln.Addr().String() + "/rpc", Token: d.token,
-		Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch, StartedAt: store.FormatTime(d.start)}
+		Protocol: protocol.Version, Version: Version, BootEpoch: int64(d.epoch), StartedAt: store.FormatTime(d.start)}
 	go func() {
 		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)

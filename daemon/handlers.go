@@ -113,7 +113,7 @@ func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p protocol.Initial
 		return nil, protocol.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", protocol.Version, *p.Protocol)
 	}
 	c.SetValue(clientKey, p.Client)
-	return protocol.InitializeResult{Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch}, nil
+	return protocol.InitializeResult{Protocol: protocol.Version, Version: Version, BootEpoch: int64(d.epoch)}, nil
 }
 
 func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMessage) (any, error) {
@@ -128,7 +128,7 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, params json.RawMes
 		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
 		return nil, err
 	}
-	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: d.epoch,
+	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: int64(d.epoch),
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
 	info.Storage = protocol.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}

@@ -76,7 +76,7 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
 	x := t.Admission.Execution()
-	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, OwnerEpoch: x.OwnerEpoch}
+	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, LeaseEpoch: x.LeaseEpoch}
 	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
 		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.hiddenFiles, e.d.storeSockets...)
@@ -116,7 +116,7 @@ func (p prompter) Allowed(ctx context.Context, sessionID, pattern string) (bool,
 type journal struct{ d *Daemon }
 
 func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
-	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, OwnerEpoch: t.OwnerEpoch}
+	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, LeaseEpoch: t.LeaseEpoch}
 	if err := x.Check(tx); err != nil {
 		if errors.Is(err, admission.ErrFenced) {
 			return fmt.Errorf("%w: %w", agent.ErrNotLive, err)

@@ -72,19 +72,21 @@ var ErrNoLiveCheck = fmt.Errorf("%w: the prompts manager has no live check", Err
 
 // Prompt is one prompts row.
 type Prompt struct {
-	PromptID            string         `db:"prompt_id"`
-	SessionID           string         `db:"session_id"`
-	AdmissionID         string         `db:"admission_id"`
-	ExecutionGeneration int64          `db:"execution_generation"`
-	OwnerEpoch          int64          `db:"owner_epoch"`
-	Kind                string         `db:"kind"`
-	Payload             string         `db:"payload"`
-	Status              string         `db:"status"`
-	Resolution          sql.NullString `db:"resolution"`
-	Response            sql.NullString `db:"response"`
-	CreatedAt           string         `db:"created_at"`
-	ExpiresAt           sql.NullString `db:"expires_at"`
-	ClosedAt            sql.NullString `db:"closed_at"`
+	PromptID            string `db:"prompt_id"`
+	SessionID           string `db:"session_id"`
+	AdmissionID         string `db:"admission_id"`
+	ExecutionGeneration int64  `db:"execution_generation"`
+	// Daemon is the daemon that opened it (column owner_epoch, its boot
+	// epoch).
+	Daemon     cluster.DaemonID `db:"owner_epoch"`
+	Kind       string           `db:"kind"`
+	Payload    string           `db:"payload"`
+	Status     string           `db:"status"`
+	Resolution sql.NullString   `db:"resolution"`
+	Response   sql.NullString   `db:"response"`
+	CreatedAt  string           `db:"created_at"`
+	ExpiresAt  sql.NullString   `db:"expires_at"`
+	ClosedAt   sql.NullString   `db:"closed_at"`
 }
 
 const columns = `prompt_id, session_id, admission_id, execution_generation, owner_epoch, kind, payload, status,
@@ -98,11 +100,11 @@ func (p Prompt) Wire() protocol.Prompt {
 }
 
 // OpenForSession returns the open prompts of sessionID opened by daemon
-// epoch (any daemon when epoch <= 0), in creation order.
-func OpenForSession(q store.Queryer, sessionID string, epoch int64) ([]Prompt, error) {
+// (any daemon when daemon <= 0), in creation order.
+func OpenForSession(q store.Queryer, sessionID string, daemon cluster.DaemonID) ([]Prompt, error) {
 	var ps []Prompt
 	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND (? <= 0 OR owner_epoch = ?)
-		ORDER BY created_at, prompt_id`, sessionID, epoch, epoch)
+		ORDER BY created_at, prompt_id`, sessionID, daemon, daemon)
 	return ps, store.Classify(err)
 }
 
@@ -123,10 +125,10 @@ type Liveness interface {
 
 // Manager opens, answers and closes prompts. Safe for concurrent use.
 type Manager struct {
-	db    *store.DB
-	epoch int64
-	log   *slog.Logger
-	live  Liveness
+	db     *store.DB
+	daemon cluster.DaemonID
+	log    *slog.Logger
+	live   Liveness
 
 	bus *cluster.Bus
 
@@ -180,22 +182,22 @@ func (m *Manager) Poll(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// NewManager returns a Manager for the daemon of boot epoch. live is the
+// NewManager returns a Manager for this daemon. live is the
 // in-memory half of the fence (the daemon's admission.Scheduler): an answer
 // to a prompt this daemon opened is accepted only while live says its
 // execution runs. A nil live fails closed: every such answer is refused
 // with ErrNoLiveCheck.
-func NewManager(db *store.DB, epoch int64, live Liveness, log *slog.Logger) *Manager {
+func NewManager(db *store.DB, daemon cluster.DaemonID, live Liveness, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{db: db, epoch: epoch, live: live, log: log, waiters: map[string]waiter{}}
+	return &Manager{db: db, daemon: daemon, live: live, log: log, waiters: map[string]waiter{}}
 }
 
-// Execution is the execution the prompt belongs to; its OwnerEpoch (the
+// Execution is the execution the prompt belongs to; its LeaseEpoch (the
 // session's token) is not known from the prompt (0).
 func (p Prompt) Execution() admission.Execution {
-	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.OwnerEpoch}
+	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.Daemon}
 }
 
 // liveErr is the in-memory half of the fence: a prompt opened by this
@@ -205,7 +207,7 @@ func (p Prompt) Execution() admission.Execution {
 // (admission.Execution.CheckAnswerable), so it passes here.
 func (m *Manager) liveErr(p Prompt) error {
 	switch {
-	case p.OwnerEpoch != m.epoch:
+	case p.Daemon != m.daemon:
 		return nil
 	case m.live == nil:
 		return fmt.Errorf("%w: prompt %s", ErrNoLiveCheck, p.PromptID)
@@ -249,10 +251,10 @@ type Ask struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	OwnerEpoch  int64         // the session's owner epoch of the execution (admission.Execution)
-	Kind        string        // KindApproval or KindClarify
-	Payload     any           // JSON object shown to the user
-	Timeout     time.Duration // after this the prompt closes timed_out
+	LeaseEpoch  cluster.LeaseEpoch // the session's lease epoch of the execution (admission.Execution)
+	Kind        string             // KindApproval or KindClarify
+	Payload     any                // JSON object shown to the user
+	Timeout     time.Duration      // after this the prompt closes timed_out
 }
 
 // Ask opens a prompt for the live execution (prompt.opened event, in one
@@ -268,7 +270,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	}
 	now := time.Now()
 	p := Prompt{PromptID: "prm_" + uuid.Must(uuid.NewV7()).String(), SessionID: a.SessionID, AdmissionID: a.AdmissionID,
-		ExecutionGeneration: a.Generation, OwnerEpoch: m.epoch, Kind: a.Kind, Payload: string(payload), Status: "open",
+		ExecutionGeneration: a.Generation, Daemon: m.daemon, Kind: a.Kind, Payload: string(payload), Status: "open",
 		CreatedAt: store.FormatTime(now)}
 	if a.Timeout > 0 {
 		p.ExpiresAt = sql.NullString{String: store.FormatTime(now.Add(a.Timeout)), Valid: true}
@@ -283,7 +285,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		m.mu.Unlock()
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
-		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.epoch, OwnerEpoch: a.OwnerEpoch}
+		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.daemon, LeaseEpoch: a.LeaseEpoch}
 		if err := x.Check(tx); err != nil {
 			if errors.Is(err, admission.ErrFenced) {
 				return fmt.Errorf("%w: %w", ErrNotLive, err)
@@ -292,7 +294,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		}
 		if _, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL)`,
-			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt); err != nil {
+			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.Daemon, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt); err != nil {
 			return err
 		}
 		_, err = tx.AppendEvent(p.SessionID, protocol.EventPromptOpened, p.AdmissionID, p.ExecutionGeneration, protocol.PromptOpenedPayload{Prompt: p.Wire()})
@@ -388,7 +390,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
 		x := p.Execution()
 		fence := x.Check(tx)
-		if p.OwnerEpoch != m.epoch {
+		if p.Daemon != m.daemon {
 			// Answered on a daemon that does not run the turn: the store
 			// alone decides, the owner's lease included.
 			fence = x.CheckAnswerable(tx, cluster.DialectOf(m.db))
@@ -418,7 +420,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 				return err
 			}
 		}
-		if m.bus != nil && got.OwnerEpoch != m.epoch {
+		if m.bus != nil && got.Daemon != m.daemon {
 			m.bus.Notify(tx, cluster.ChannelSessions, got.SessionID)
 		}
 		return m.closeEventBy(tx, got, ResolutionAnswered, r.Answer, r.AnsweredBy)
@@ -471,7 +473,7 @@ func (m *Manager) CloseForAdmission(tx *store.Tx, sessionID, admissionID, resolu
 func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 	var ps []Prompt
 	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
-		WHERE status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), m.epoch); err != nil {
+		WHERE status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), m.daemon); err != nil {
 		return err
 	}
 	for _, p := range ps {
@@ -488,7 +490,7 @@ func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 func (m *Manager) FenceSession(tx *store.Tx, sessionID string) error {
 	var ps []Prompt
 	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
-		WHERE session_id = ? AND status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), sessionID, m.epoch); err != nil {
+		WHERE session_id = ? AND status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), sessionID, m.daemon); err != nil {
 		return err
 	}
 	for _, p := range ps {
