@@ -295,3 +295,24 @@ func ExpireOthers(ctx context.Context, db *store.DB, id DaemonID) error {
 		return err
 	})
 }
+
+// Register records the start of a daemon (its boot_epochs row, as
+// PROTOCOL.md's descriptor reports it) and returns its id, the new boot
+// epoch.
+func Register(ctx context.Context, db *store.DB, pid int, version, startedAt string) (DaemonID, error) {
+	var id DaemonID
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		return tx.Get(&id, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
+			pid, version, startedAt)
+	})
+	return id, err
+}
+
+// MarkStopped records the clean stop of daemon id (stopped_at now,
+// clean_stop 1).
+func MarkStopped(ctx context.Context, db *store.DB, id DaemonID) error {
+	return db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), id)
+		return err
+	})
+}
