@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/model"
 	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/protocol"
@@ -41,7 +40,7 @@ type Turn struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	LeaseEpoch  cluster.LeaseEpoch
+	LeaseEpoch  prompts.LeaseEpoch
 }
 
 // Model streams one chat completion (see model.Client.Stream).

@@ -246,6 +246,11 @@ func (m *Manager) closeEventBy(tx *store.Tx, p Prompt, resolution string, respon
 	return nil
 }
 
+// LeaseEpoch is the session's lease epoch an execution runs under
+// (cluster.LeaseEpoch), named here for the agent, which knows prompts and
+// not the cluster.
+type LeaseEpoch = cluster.LeaseEpoch
+
 // Ask is one prompt a turn opens and waits on.
 type Ask struct {
 	SessionID   string
