@@ -203,10 +203,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.observeEvent)
-	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.Get(&d.epoch, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
-			os.Getpid(), Version, store.FormatTime(d.start))
-	}); err != nil {
+	if d.epoch, err = cluster.Register(ctx, d.db, os.Getpid(), Version, store.FormatTime(d.start)); err != nil {
 		return nil, fmt.Errorf("record boot epoch: %w", err)
 	}
 	if err := d.joinCluster(ctx); err != nil {
@@ -319,10 +316,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		cancel()
 		d.cancel()
 		d.prompts.Stop()
-		if err := d.db.InTx(context.Background(), func(tx *store.Tx) error {
-			_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), d.epoch)
-			return err
-		}); err != nil {
+		if err := cluster.MarkStopped(context.Background(), d.db, d.epoch); err != nil {
 			d.log.Error("record clean stop", "err", err)
 		}
 		d.release()

@@ -77,7 +77,7 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	}
 	x := t.Admission.Execution()
 	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, LeaseEpoch: x.LeaseEpoch}
-	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
+	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.ToolsetNames()}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
 		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.hiddenFiles, e.d.storeSockets...)
 		if e.d.sandboxErr != nil {
@@ -231,12 +231,7 @@ func messageWire(m store.Message) protocol.Message {
 	return w
 }
 
-type leftoverRow struct {
-	SessionID   string `db:"session_id"`
-	AdmissionID string `db:"admission_id"`
-	Type        string `db:"type"`
-	Payload     string `db:"payload"`
-}
+type leftoverRow = admission.ToolEvent
 
 // killLeftoverTools is a boot step after Recover: a command that was
 // running when an earlier daemon died (a tool.running event of an unknown
@@ -245,18 +240,9 @@ type leftoverRow struct {
 // command's marker (tools.KillGroupIfSame), so a reused pid is never hit.
 // The model is told when the turn is resolved (admission.CrashedWhileRunning).
 func (d *Daemon) killLeftoverTools(ctx context.Context) error {
-	var rows []leftoverRow
-	// Unknown admissions first (the partial index on open rows), then their
-	// session's events by primary key prefix: no scan of the events table.
 	// A call with a tool.completed ended while its daemon lived, which
 	// killed its group then: whatever uses that group id now is not it.
-	// (The payloads are matched here, not with a JSON function of one SQL
-	// dialect.)
-	err := d.db.Select(ctx, &rows, `SELECT e.session_id, e.admission_id, e.type, e.payload
-		FROM session_admissions a CROSS JOIN events e
-		WHERE a.status <> 'terminal' AND a.status = 'unknown'
-		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id
-		AND e.type IN ('tool.running', 'tool.completed')`)
+	rows, err := admission.LeftoverToolEvents(ctx, d.db)
 	if err != nil {
 		return err
 	}
