@@ -28,7 +28,7 @@ const (
 	// StatusQueued: committed and waiting. Moved on by the Scheduler's
 	// claim (→ started) or by Cancel (→ terminal/cancelled).
 	StatusQueued = protocol.StatusQueued
-	// StatusStarted: its turn runs in this daemon (owner_epoch). Moved on by
+	// StatusStarted: its turn runs in the daemon of owner_epoch. Moved on by
 	// Settle when the turn ends (→ terminal with any outcome but cancelled),
 	// or by Recover at the next boot when its daemon died (→ unknown).
 	StatusStarted = protocol.StatusStarted
@@ -83,17 +83,19 @@ type Admission struct {
 	Status              Status         `db:"status"`
 	Outcome             sql.NullString `db:"outcome"`
 	ExecutionGeneration sql.NullInt64  `db:"execution_generation"`
-	OwnerEpoch          sql.NullInt64  `db:"owner_epoch"`
-	Text                string         `db:"text"`
-	Attachments         sql.NullString `db:"attachments"`
-	PayloadDigest       string         `db:"payload_digest"`
-	Error               sql.NullString `db:"error"`
-	CreatedAt           string         `db:"created_at"`
-	StartedAt           sql.NullString `db:"started_at"`
-	SettledAt           sql.NullString `db:"settled_at"`
-	// SessionEpoch is the session's owner_epoch under which this daemon
+	// Daemon is the daemon that started the row (column owner_epoch, a
+	// boot epoch); set when started or unknown.
+	Daemon        sql.Null[cluster.DaemonID] `db:"owner_epoch"`
+	Text          string                     `db:"text"`
+	Attachments   sql.NullString             `db:"attachments"`
+	PayloadDigest string                     `db:"payload_digest"`
+	Error         sql.NullString             `db:"error"`
+	CreatedAt     string                     `db:"created_at"`
+	StartedAt     sql.NullString             `db:"started_at"`
+	SettledAt     sql.NullString             `db:"settled_at"`
+	// LeaseEpoch is the session's lease_epoch under which this daemon
 	// claimed the row (not stored on it: Claim sets it); 0 when unknown.
-	SessionEpoch int64 `db:"-"`
+	LeaseEpoch cluster.LeaseEpoch `db:"-"`
 	// Sender and ResolvedBy are JSON {"id","label","client","version"}
 	// (protocol.Sender): who admitted the input, and who resolved it after a
 	// crash. NULL when unknown (rows older than migration 0003).
@@ -150,21 +152,20 @@ func Digest(text string, attachments json.RawMessage) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Queue performs the FIFO's transitions against the store. Epoch is this
-// daemon's boot_epoch: its id in the cluster, the owner_daemon of the
-// sessions it owns, stamped as owner_epoch on the rows it claims and the
-// prompts it opens. MaxQueued, when > 0, bounds the queued admissions of
-// one session (limits.max_queued_per_session); Admit refuses new inputs
-// beyond it with ErrQueueFull.
+// Queue performs the FIFO's transitions against the store. Daemon is this
+// daemon's id (its boot_epoch): the owner_daemon of the sessions it owns,
+// stamped as owner_epoch on the rows it claims and the prompts it opens.
+// MaxQueued, when > 0, bounds the queued admissions of one session
+// (limits.max_queued_per_session); Admit refuses new inputs beyond it with
+// ErrQueueFull.
 //
-// Label is this
-// daemon's cluster.label (sessions pinned to another label are never taken
+// Label is this daemon's cluster.label (sessions pinned to another label are never taken
 // by it), OnTake runs in the transaction that takes a session (the boot
 // rules beyond the FIFO: closing its open prompts as fenced), and Bus, when
 // set, carries the wake-ups to other daemons.
 type Queue struct {
 	DB        *store.DB
-	Epoch     int64
+	Daemon    cluster.DaemonID
 	MaxQueued int
 	Label     string
 	OnTake    func(tx *store.Tx, sessionID string) error
@@ -389,7 +390,7 @@ func WaitReasons(pending []Receipt, atCapacity bool) {
 
 // Claim starts the lowest-seq queued admission of sessionID in one
 // transaction: it increments sessions.execution_generation, stamps that
-// generation and q.Epoch on the row, appends the user message to the
+// generation and q.Daemon on the row, appends the user message to the
 // transcript, and appends admission.updated and turn.started events.
 // Refused with ErrSessionBusy while the session has a started admission,
 // ErrUnknownExecution while it has an unknown one, ErrNothingQueued when
@@ -460,7 +461,7 @@ func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admi
 			  AND status = 'queued'
 			  AND NOT EXISTS (SELECT 1 FROM session_admissions
 			                  WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown'))
-			RETURNING `+columns, sessionID, q.Epoch, store.Now(), sessionID, sessionID)
+			RETURNING `+columns, sessionID, q.Daemon, store.Now(), sessionID, sessionID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNothingQueued
 		} else if err != nil {
@@ -474,7 +475,7 @@ func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admi
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("%w: generation of session %s moved during claim", ErrIllegalTransition, sessionID)
 		}
-		a.SessionEpoch = o.Epoch
+		a.LeaseEpoch = o.Lease
 		if onClaimed != nil {
 			claimed := a
 			tx.OnCommit(func() { onClaimed(claimed) })
@@ -691,7 +692,7 @@ func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (Rec
 		return tx.Select(&res.Sessions, `SELECT a.target_session_id FROM session_admissions a
 			WHERE a.status <> 'terminal' AND a.status = 'queued'
 			AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = a.target_session_id AND s.owner_daemon = ?)
-			GROUP BY a.target_session_id ORDER BY MIN(a.created_at), a.target_session_id`, q.Epoch)
+			GROUP BY a.target_session_id ORDER BY MIN(a.created_at), a.target_session_id`, q.Daemon)
 	})
 	return res, store.Classify(err)
 }

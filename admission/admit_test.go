@@ -358,14 +358,14 @@ func TestClaim(t *testing.T) {
 			t.Fatalf("claimed seq %d, want %d", a.Seq, wantSeq)
 		}
 		after := e.sess("s")
-		if after.Gen != before.Gen+1 || a.Generation() != after.Gen || a.OwnerEpoch.Int64 != e.epoch ||
+		if after.Gen != before.Gen+1 || a.Generation() != after.Gen || a.Daemon.V != e.epoch ||
 			a.Status != admission.StatusStarted || !a.StartedAt.Valid {
 			t.Fatalf("claim: row %+v, session gen %d→%d", a, before.Gen, after.Gen)
 		}
-		if a.SessionEpoch < 1 {
-			t.Fatalf("claim under owner epoch %d", a.SessionEpoch)
+		if a.LeaseEpoch < 1 {
+			t.Fatalf("claim under lease epoch %d", a.LeaseEpoch)
 		}
-		if row, ret := e.mustRow(a.AdmissionID), a; func() bool { ret.SessionEpoch = 0; return row != ret }() {
+		if row, ret := e.mustRow(a.AdmissionID), a; func() bool { ret.LeaseEpoch = 0; return row != ret }() {
 			t.Fatalf("returned %+v, stored %+v", a, row)
 		}
 		if len(gens) > 0 && a.Generation() <= gens[len(gens)-1] {
@@ -430,8 +430,8 @@ func TestClaim(t *testing.T) {
 	_, err = e.q.ResolveUnknown(ctx, "s", a.AdmissionID, a.Generation(), nil)
 	check(t, err)
 	a = claimOne(5)
-	if a.OwnerEpoch.Int64 != 2 {
-		t.Fatalf("owner_epoch %d after the crash", a.OwnerEpoch.Int64)
+	if a.Daemon.V != 2 {
+		t.Fatalf("owner_epoch %d after the crash", a.Daemon.V)
 	}
 	_, err = e.q.Settle(ctx, a, admission.OutcomeCompleted, "", nil)
 	check(t, err)
@@ -576,7 +576,7 @@ func TestResolveUnknownClosesTheTranscriptAndNeverReruns(t *testing.T) {
 		t.Fatalf("Recover: %+v", res)
 	}
 	u := e.mustRow(a.AdmissionID)
-	if u.Status != admission.StatusUnknown || u.Generation() != a.Generation() || u.OwnerEpoch.Int64 != 1 {
+	if u.Status != admission.StatusUnknown || u.Generation() != a.Generation() || u.Daemon.V != 1 {
 		t.Fatalf("after the crash: %+v", u)
 	}
 	// Boot recovery itself never repairs, requeues or reruns.
@@ -655,7 +655,7 @@ func TestHooksRunInTheSameTransaction(t *testing.T) {
 		t.Fatalf("a failed hook left changes behind")
 	}
 	// Recover's hook failing keeps the row started.
-	later := &admission.Queue{DB: e.db, Epoch: 7}
+	later := &admission.Queue{DB: e.db, Daemon: 7}
 	if _, err := later.Recover(ctx, func(*store.Tx) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("recover with a failing hook: %v", err)
 	}

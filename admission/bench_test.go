@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -158,7 +159,7 @@ func BenchmarkRecover(b *testing.B) {
 		if i > 0 { // put the started rows back
 			check(b, e.exec(`UPDATE session_admissions SET status = 'started' WHERE status = 'unknown'`))
 		}
-		q := &admission.Queue{DB: e.db, Epoch: int64(i + 2)}
+		q := &admission.Queue{DB: e.db, Daemon: cluster.DaemonID(i + 2)}
 		b.StartTimer()
 		res, err := q.Recover(ctx, nil)
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 // returns its Queue.
 func (e *env) daemon(label string) *admission.Queue {
 	e.t.Helper()
-	var epoch int64
+	var epoch cluster.DaemonID
 	if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
 		return tx.Get(&epoch, `INSERT INTO boot_epochs (pid, version, started_at, label) VALUES (1, 'test', ?, ?) RETURNING epoch`,
 			store.Now(), label)
@@ -28,10 +28,10 @@ func (e *env) daemon(label string) *admission.Queue {
 		e.t.Fatal(err)
 	}
 	e.lease(epoch, 60_000)
-	return &admission.Queue{DB: e.db, Epoch: epoch, Label: label}
+	return &admission.Queue{DB: e.db, Daemon: epoch, Label: label}
 }
 
-func (e *env) lease(epoch, ms int64) {
+func (e *env) lease(epoch cluster.DaemonID, ms int64) {
 	e.t.Helper()
 	if err := e.exec(`UPDATE boot_epochs SET lease_expires_ms = `+cluster.DialectOf(e.db).NowMS()+` + ? WHERE epoch = ?`, ms, epoch); err != nil {
 		e.t.Fatal(err)
@@ -39,14 +39,14 @@ func (e *env) lease(epoch, ms int64) {
 }
 
 type owner struct {
-	Daemon *int64 `db:"owner_daemon"`
-	Epoch  int64  `db:"owner_epoch"`
+	Daemon *cluster.DaemonID `db:"owner_daemon"`
+	Lease  int64             `db:"lease_epoch"`
 }
 
 func (e *env) owner(sess string) owner {
 	e.t.Helper()
 	var o owner
-	if err := e.db.Get(context.Background(), &o, `SELECT owner_daemon, owner_epoch FROM sessions WHERE session_id = ?`, sess); err != nil {
+	if err := e.db.Get(context.Background(), &o, `SELECT owner_daemon, lease_epoch FROM sessions WHERE session_id = ?`, sess); err != nil {
 		e.t.Fatal(err)
 	}
 	return o
@@ -63,8 +63,8 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != a.Epoch || o.Epoch != 1 || run.SessionEpoch != 1 {
-		t.Fatalf("after A's claim: owner %+v, claimed under %d", o, run.SessionEpoch)
+	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != a.Daemon || o.Lease != 1 || run.LeaseEpoch != 1 {
+		t.Fatalf("after A's claim: owner %+v, claimed under %d", o, run.LeaseEpoch)
 	}
 	x := run.Execution()
 	check := func() error { return e.db.InTx(ctx, func(tx *store.Tx) error { return x.Check(tx) }) }
@@ -84,26 +84,26 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 	}
 
 	// A's lease expires on the database's clock: B takes the session with
-	// the boot rules (started -> unknown), under a new owner epoch.
-	e.lease(a.Epoch, -1)
+	// the boot rules (started -> unknown), under a new lease epoch.
+	e.lease(a.Daemon, -1)
 	taken, err := b.TakeOrphans(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(taken) != 1 || taken[0].SessionID != "s" || taken[0].From != a.Epoch || taken[0].OwnerEpoch != 2 ||
+	if len(taken) != 1 || taken[0].SessionID != "s" || taken[0].From != a.Daemon || taken[0].LeaseEpoch != 2 ||
 		len(taken[0].Unknown) != 1 || taken[0].Unknown[0].AdmissionID != run.AdmissionID {
 		t.Fatalf("taken = %+v", taken)
 	}
 	if r := e.mustRow(run.AdmissionID); r.Status != admission.StatusUnknown {
 		t.Fatalf("A's turn is %s after the takeover, want unknown", r.Status)
 	}
-	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != b.Epoch || o.Epoch != 2 {
+	if o := e.owner("s"); o.Daemon == nil || *o.Daemon != b.Daemon || o.Lease != 2 {
 		t.Fatalf("owner after takeover %+v", o)
 	}
 
 	// Every write of A is refused now, even with its lease renewed (it was
 	// only paused): the fence, its settle, its claims.
-	e.lease(a.Epoch, 60_000)
+	e.lease(a.Daemon, 60_000)
 	if err := check(); !errors.Is(err, admission.ErrFenced) || !errors.Is(err, admission.ErrStaleGeneration) {
 		t.Fatalf("A's execution after the takeover: %v, want ErrFenced", err)
 	}
@@ -121,7 +121,7 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	next, err := b.Claim(ctx, "s")
-	if err != nil || next.InputID != "in-2" || next.SessionEpoch != 2 {
+	if err != nil || next.InputID != "in-2" || next.LeaseEpoch != 2 {
 		t.Fatalf("B's claim: %+v %v", next, err)
 	}
 }
@@ -130,7 +130,7 @@ func TestTakeoverNeedsAnExpiredLeaseAndFencesTheOldOwner(t *testing.T) {
 // daemon was paused) cannot write through the ownership part of the fence
 // even before the takeover's boot rules would have caught it: the owner
 // epoch it claimed under is gone.
-func TestFenceChecksTheOwnerEpoch(t *testing.T) {
+func TestFenceChecksTheLeaseEpoch(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	a := e.daemon("")
@@ -142,7 +142,7 @@ func TestFenceChecksTheOwnerEpoch(t *testing.T) {
 	}
 	// The session is released and re-owned by A under a new epoch, its
 	// started row untouched (as if by a bug or a hand edit).
-	if err := e.exec(`UPDATE sessions SET owner_epoch = owner_epoch + 2 WHERE session_id = 's'`); err != nil {
+	if err := e.exec(`UPDATE sessions SET lease_epoch = lease_epoch + 2 WHERE session_id = 's'`); err != nil {
 		t.Fatal(err)
 	}
 	err = e.db.InTx(ctx, func(tx *store.Tx) error { return run.Execution().Check(tx) })
@@ -171,11 +171,11 @@ func TestTakeOrphansWithinCapacityAndLabels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.exec(`UPDATE sessions SET pin_label = 'hostA', owner_daemon = ? WHERE session_id = 's4'`, a.Epoch); err != nil {
+	if err := e.exec(`UPDATE sessions SET pin_label = 'hostA', owner_daemon = ? WHERE session_id = 's4'`, a.Daemon); err != nil {
 		t.Fatal(err)
 	}
 	// s5 is unowned with queued work.
-	e.lease(a.Epoch, -1)
+	e.lease(a.Daemon, -1)
 	taken, err := b.TakeOrphans(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -234,11 +234,11 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the release woke no daemon (ChannelSessions)")
 	}
-	if o := e.owner("s"); o.Daemon != nil || o.Epoch != 2 {
+	if o := e.owner("s"); o.Daemon != nil || o.Lease != 2 {
 		t.Fatalf("owner after release %+v", o)
 	}
 	// A's lease still runs, but the session is free: B claims it now.
-	if run, err := b.Claim(ctx, "s"); err != nil || run.SessionEpoch != 3 {
+	if run, err := b.Claim(ctx, "s"); err != nil || run.LeaseEpoch != 3 {
 		t.Fatalf("B's claim after the hand-over: %+v %v", run, err)
 	}
 }

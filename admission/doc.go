@@ -4,7 +4,8 @@
 // resolve_unknown, boot recovery, and the Scheduler that runs claimed
 // admissions through an Executor within a daemon-wide capacity.
 //
-// The execution (Execution: session, admission, generation, owner epoch)
+// The execution (Execution: session, admission, generation, the daemon
+// that runs it and the session's lease epoch)
 // is the one home of the fence: Execution.Check is the transactional check
 // every write of a turn runs first (transcript rows, tool events, prompts,
 // the settle), and Scheduler.IsLive the in-memory half (the turn runs here
@@ -12,7 +13,8 @@
 // package transcript's repair.
 //
 // Ownership (ownership.go): each session is owned by at most one daemon
-// of a cluster sharing the store, under an owner epoch that increases at
+// of a cluster sharing the store (a cluster.DaemonID), under a lease epoch
+// (a cluster.LeaseEpoch, sessions.lease_epoch) that increases at
 // every change of owner; only the owner claims and runs its turns, and
 // taking a session whose owner's lease expired applies the boot rules to
 // it (Take, TakeOrphans, Release; leases are package cluster's).

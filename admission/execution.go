@@ -13,9 +13,9 @@ import (
 
 // Execution is one started admission as its owner runs it: the fence of
 // every write the turn makes (transcript rows, tool events, prompts, the
-// settle). Daemon is the boot epoch of the daemon that claimed it (the
-// owner_epoch column of the admission and of its prompts); OwnerEpoch is
-// the session's owner_epoch (the fencing token) under which that daemon
+// settle). Daemon is the daemon that claimed it (its boot epoch, the
+// owner_epoch column of the admission and of its prompts); LeaseEpoch is
+// the session's lease_epoch (the fencing token) under which that daemon
 // claimed it, 0 when the caller does not know it (a prompt answered on
 // another daemon: the takeover that would have changed it also made the
 // admission unknown, which the check sees).
@@ -23,21 +23,21 @@ type Execution struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	Daemon      int64
-	OwnerEpoch  int64
+	Daemon      cluster.DaemonID
+	LeaseEpoch  cluster.LeaseEpoch
 }
 
 // Execution returns the execution of a started (or once started) row.
 func (a Admission) Execution() Execution {
 	return Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation(),
-		Daemon: a.OwnerEpoch.Int64, OwnerEpoch: a.SessionEpoch}
+		Daemon: a.Daemon.V, LeaseEpoch: a.LeaseEpoch}
 }
 
-// Same reports whether e and o name one execution; an OwnerEpoch of 0
+// Same reports whether e and o name one execution; a LeaseEpoch of 0
 // matches any.
 func (e Execution) Same(o Execution) bool {
 	return e.SessionID == o.SessionID && e.AdmissionID == o.AdmissionID && e.Generation == o.Generation &&
-		e.Daemon == o.Daemon && (e.OwnerEpoch == 0 || o.OwnerEpoch == 0 || e.OwnerEpoch == o.OwnerEpoch)
+		e.Daemon == o.Daemon && (e.LeaseEpoch == 0 || o.LeaseEpoch == 0 || e.LeaseEpoch == o.LeaseEpoch)
 }
 
 // ErrFenced is what Execution.Check returns (wrapped in a *FenceError) when
@@ -53,12 +53,12 @@ type FenceError struct {
 	// longer owned by the execution's daemon under its epoch (a takeover,
 	// a release, a lost lease).
 	Owner  bool
-	Reason string // e.g. "admission is unknown", "session owned by daemon 4 under epoch 7"
+	Reason string // e.g. "admission is unknown", "session owned by daemon 4 under lease epoch 7"
 }
 
 func (e *FenceError) Error() string {
-	return fmt.Sprintf("%v: admission %s (generation %d, daemon %d, owner epoch %d) in session %s: %s",
-		ErrFenced, e.Execution.AdmissionID, e.Execution.Generation, e.Execution.Daemon, e.Execution.OwnerEpoch, e.Execution.SessionID, e.Reason)
+	return fmt.Sprintf("%v: admission %s (generation %d, daemon %d, lease epoch %d) in session %s: %s",
+		ErrFenced, e.Execution.AdmissionID, e.Execution.Generation, e.Execution.Daemon, e.Execution.LeaseEpoch, e.Execution.SessionID, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrFenced) and errors.Is(err, ErrStaleGeneration)
@@ -68,18 +68,18 @@ func (e *FenceError) Is(target error) bool {
 }
 
 type fenceRow struct {
-	Status       string        `db:"status"`
-	Generation   int64         `db:"generation"`
-	AdmDaemon    int64         `db:"adm_daemon"`
-	OwnerDaemon  sql.NullInt64 `db:"owner_daemon"`
-	SessionEpoch int64         `db:"owner_epoch"`
-	Interrupt    sql.NullInt64 `db:"interrupt_generation"`
+	Status      string                     `db:"status"`
+	Generation  int64                      `db:"generation"`
+	AdmDaemon   cluster.DaemonID           `db:"adm_daemon"`
+	OwnerDaemon sql.Null[cluster.DaemonID] `db:"owner_daemon"`
+	LeaseEpoch  cluster.LeaseEpoch         `db:"lease_epoch"`
+	Interrupt   sql.NullInt64              `db:"interrupt_generation"`
 }
 
 func (e Execution) read(q store.Queryer) (fenceRow, error) {
 	var r fenceRow
 	err := q.Get(&r, `SELECT a.status, coalesce(a.execution_generation, 0) AS generation, coalesce(a.owner_epoch, 0) AS adm_daemon,
-		s.owner_daemon, s.owner_epoch, s.interrupt_generation
+		s.owner_daemon, s.lease_epoch, s.interrupt_generation
 		FROM session_admissions a JOIN sessions s ON s.session_id = a.target_session_id
 		WHERE a.admission_id = ? AND a.target_session_id = ?`, e.AdmissionID, e.SessionID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -96,16 +96,16 @@ func (e Execution) judge(r fenceRow) error {
 		return &FenceError{Execution: e, Reason: fmt.Sprintf("admission runs generation %d", r.Generation)}
 	case r.AdmDaemon != e.Daemon:
 		return &FenceError{Execution: e, Reason: fmt.Sprintf("admission was started by daemon %d", r.AdmDaemon)}
-	case !r.OwnerDaemon.Valid || r.OwnerDaemon.Int64 != e.Daemon || (e.OwnerEpoch != 0 && r.SessionEpoch != e.OwnerEpoch):
+	case !r.OwnerDaemon.Valid || r.OwnerDaemon.V != e.Daemon || (e.LeaseEpoch != 0 && r.LeaseEpoch != e.LeaseEpoch):
 		return &FenceError{Execution: e, Owner: true,
-			Reason: fmt.Sprintf("session owned by daemon %d under epoch %d", r.OwnerDaemon.Int64, r.SessionEpoch)}
+			Reason: fmt.Sprintf("session owned by daemon %d under lease epoch %d", r.OwnerDaemon.V, r.LeaseEpoch)}
 	}
 	return nil
 }
 
 // Check is the transactional fence: it returns nil when, in tx, the
 // admission is started with e.Generation by e.Daemon, and its session is
-// still owned by e.Daemon under e.OwnerEpoch (any epoch when 0); a
+// still owned by e.Daemon under e.LeaseEpoch (any epoch when 0); a
 // *FenceError (errors.Is ErrFenced and ErrStaleGeneration) otherwise. Other
 // errors are the store's. Every write of a turn runs it first in its
 // transaction, so a write of a stale execution never commits.

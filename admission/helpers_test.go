@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/store"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // sql driver "pgx" for holdWrites
@@ -26,7 +27,7 @@ type env struct {
 	opt   store.Options
 	db    *store.DB
 	q     *admission.Queue
-	epoch int64
+	epoch cluster.DaemonID
 }
 
 func newEnv(t testing.TB) *env { return newEnvOpt(t, store.Options{}) }
@@ -58,7 +59,7 @@ func (e *env) open() {
 		e.t.Fatalf("store.Open: %v", err)
 	}
 	e.db = db
-	e.q = &admission.Queue{DB: db, Epoch: e.epoch}
+	e.q = &admission.Queue{DB: db, Daemon: e.epoch}
 }
 
 // crash closes the store without settling anything (the daemon died), opens

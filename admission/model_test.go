@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/admission"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/protocol"
 )
 
@@ -28,7 +29,8 @@ type mAdm struct {
 	seq                   int64
 	status                admission.Status
 	outcome               string
-	gen, epoch            int64
+	gen                   int64
+	epoch                 cluster.DaemonID // the daemon that started it (owner_epoch)
 	errText               string
 	claimed               bool
 }
@@ -123,7 +125,7 @@ func (m *model) eqRow(ma *mAdm, a admission.Admission) error {
 	cmp("outcome set", a.Outcome.Valid, ma.outcome != "")
 	cmp("generation", a.ExecutionGeneration.Int64, ma.gen)
 	cmp("generation set", a.ExecutionGeneration.Valid, ma.gen != 0)
-	cmp("owner_epoch", a.OwnerEpoch.Int64, ma.epoch)
+	cmp("owner_epoch", a.Daemon.V, ma.epoch)
 	cmp("error", a.Error.String, ma.errText)
 	if len(diffs) > 0 {
 		return fmt.Errorf("admission %s (%s seq %d): %s", ma.id, ma.sess, ma.seq, strings.Join(diffs, ", "))
@@ -148,7 +150,7 @@ func (m *model) checkSession(s *mSess) {
 		Status  admission.Status `db:"status"`
 		Outcome string           `db:"outcome"`
 		Gen     int64            `db:"gen"`
-		Epoch   int64            `db:"epoch"`
+		Epoch   cluster.DaemonID `db:"epoch"`
 	}
 	if err := m.e.db.Select(context.Background(), &pending, `SELECT admission_id, seq, status, coalesce(outcome, '') AS outcome,
 		coalesce(execution_generation, 0) AS gen, coalesce(owner_epoch, 0) AS epoch

@@ -12,8 +12,9 @@ import (
 )
 
 // Ownership (issue 17). Each session is owned by at most one daemon
-// (sessions.owner_daemon, a boot epoch) under sessions.owner_epoch, a
-// fencing token that increases at every change of owner. Only the owner
+// (sessions.owner_daemon, a cluster.DaemonID) under sessions.lease_epoch
+// (a cluster.LeaseEpoch), a fencing token that increases at every change
+// of owner. Only the owner
 // claims, settles, opens prompts and writes a turn's transcript; every such
 // write runs Execution.Check in its transaction. A session that is unowned,
 // or whose owner's lease expired on the database's clock, may be taken by
@@ -28,23 +29,23 @@ var ErrNotOwner = errors.New("the session is owned by another live daemon")
 // Taken is what taking one session did.
 type Taken struct {
 	SessionID string
-	// From is the previous owner (a boot epoch), 0 when it was unowned.
-	From int64
-	// OwnerEpoch is the session's new owner_epoch.
-	OwnerEpoch int64
+	// From is the previous owner, 0 when it was unowned.
+	From cluster.DaemonID
+	// LeaseEpoch is the session's new lease_epoch.
+	LeaseEpoch cluster.LeaseEpoch
 	// Unknown are its started admissions, now unknown (boot rules).
 	Unknown []Admission
 }
 
 type ownerRow struct {
-	Daemon sql.NullInt64  `db:"owner_daemon"`
-	Epoch  int64          `db:"owner_epoch"`
-	Pin    sql.NullString `db:"pin_label"`
-	Live   int            `db:"live"`
+	Daemon sql.Null[cluster.DaemonID] `db:"owner_daemon"`
+	Lease  cluster.LeaseEpoch         `db:"lease_epoch"`
+	Pin    sql.NullString             `db:"pin_label"`
+	Live   int                        `db:"live"`
 }
 
 func (q *Queue) ownerSQL() string {
-	return `SELECT owner_daemon, owner_epoch, pin_label,
+	return `SELECT owner_daemon, lease_epoch, pin_label,
 		CASE WHEN owner_daemon IS NULL THEN 0 WHEN ` + q.dialect().LiveDaemon("sessions.owner_daemon") + ` THEN 1 ELSE 0 END AS live
 		FROM sessions WHERE session_id = ?`
 }
@@ -61,14 +62,14 @@ func (q *Queue) owner(tx store.Queryer, sessionID string) (ownerRow, error) {
 func (q *Queue) dialect() cluster.Dialect { return cluster.DialectOf(q.DB) }
 
 // mine says whether q's daemon owns the session described by o.
-func (q *Queue) mine(o ownerRow) bool { return o.Daemon.Valid && o.Daemon.Int64 == q.Epoch }
+func (q *Queue) mine(o ownerRow) bool { return o.Daemon.Valid && o.Daemon.V == q.Daemon }
 
 // takeable says whether q's daemon may take the session described by o.
 func (q *Queue) takeable(o ownerRow) bool {
 	if o.Pin.Valid && o.Pin.String != q.Label {
 		return false
 	}
-	return !o.Daemon.Valid || (o.Daemon.Int64 != q.Epoch && o.Live == 0)
+	return !o.Daemon.Valid || (o.Daemon.V != q.Daemon && o.Live == 0)
 }
 
 // Take makes q's daemon the owner of sessionID when it is unowned or its
@@ -83,7 +84,7 @@ func (q *Queue) Take(ctx context.Context, sessionID string) (t Taken, ok bool, e
 			return err
 		}
 		if q.mine(o) {
-			t, ok = Taken{SessionID: sessionID, OwnerEpoch: o.Epoch, From: q.Epoch}, false
+			t, ok = Taken{SessionID: sessionID, LeaseEpoch: o.Lease, From: q.Daemon}, false
 			return nil
 		}
 		if !q.takeable(o) {
@@ -99,11 +100,11 @@ func (q *Queue) Take(ctx context.Context, sessionID string) (t Taken, ok bool, e
 // take moves sessionID (described by o) to q's daemon in tx and applies
 // the boot rules to it.
 func (q *Queue) take(tx *store.Tx, sessionID string, o ownerRow) (Taken, error) {
-	t := Taken{SessionID: sessionID, From: o.Daemon.Int64}
+	t := Taken{SessionID: sessionID, From: o.Daemon.V}
 	// Guarded by the epoch read: a concurrent take by another daemon
 	// bumped it, and this one then takes nothing.
-	err := tx.Get(&t.OwnerEpoch, `UPDATE sessions SET owner_daemon = ?, owner_epoch = owner_epoch + 1
-		WHERE session_id = ? AND owner_epoch = ? RETURNING owner_epoch`, q.Epoch, sessionID, o.Epoch)
+	err := tx.Get(&t.LeaseEpoch, `UPDATE sessions SET owner_daemon = ?, lease_epoch = lease_epoch + 1
+		WHERE session_id = ? AND lease_epoch = ? RETURNING lease_epoch`, q.Daemon, sessionID, o.Lease)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("%w: session %s changed owner meanwhile", ErrNotOwner, sessionID)
 	} else if err != nil {
@@ -111,7 +112,7 @@ func (q *Queue) take(tx *store.Tx, sessionID string, o ownerRow) (Taken, error) 
 	}
 	if err := tx.Select(&t.Unknown, `UPDATE session_admissions SET status = 'unknown'
 		WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ? AND owner_epoch <> ?
-		RETURNING `+columns, sessionID, q.Epoch); err != nil {
+		RETURNING `+columns, sessionID, q.Daemon); err != nil {
 		return t, err
 	}
 	for _, a := range t.Unknown {
@@ -163,7 +164,7 @@ func (q *Queue) takeOrphans(tx *store.Tx, queuedSlots int, held bool) ([]Taken, 
 	var cands []orphan
 	// Driven by the partial indexes of open admissions and open prompts,
 	// so that idle sessions are never scanned.
-	err := tx.Select(&cands, `SELECT s.session_id, s.owner_daemon, s.owner_epoch, s.pin_label, 0 AS live,
+	err := tx.Select(&cands, `SELECT s.session_id, s.owner_daemon, s.lease_epoch, s.pin_label, 0 AS live,
 		CASE WHEN EXISTS (SELECT 1 FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started')
 		       OR EXISTS (SELECT 1 FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') THEN 1 ELSE 0 END AS urgent,
 		CASE WHEN EXISTS (SELECT 1 FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') THEN 1 ELSE 0 END AS held
@@ -172,7 +173,7 @@ func (q *Queue) takeOrphans(tx *store.Tx, queuedSlots int, held bool) ([]Taken, 
 		                       UNION SELECT p.session_id FROM prompts p WHERE p.status = 'open')
 		  AND (s.owner_daemon IS NULL OR (s.owner_daemon <> ? AND NOT `+q.dialect().LiveDaemon("s.owner_daemon")+`))
 		  AND (s.pin_label IS NULL OR s.pin_label = ?)
-		ORDER BY s.session_id`+q.dialect().SkipLocked("s"), q.Epoch, q.Label)
+		ORDER BY s.session_id`+q.dialect().SkipLocked("s"), q.Daemon, q.Label)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (q *Queue) takeOrphans(tx *store.Tx, queuedSlots int, held bool) ([]Taken, 
 }
 
 // Release gives up every session q's daemon owns (graceful stop): owner
-// NULL, owner_epoch + 1, and a ChannelSessions notification for each
+// NULL, lease_epoch + 1, and a ChannelSessions notification for each
 // session with queued work so that another daemon takes it at once. Its
 // turns must have settled first; a started admission left behind becomes
 // unknown when another daemon takes the session. It returns the sessions
@@ -209,10 +210,10 @@ func (q *Queue) Release(ctx context.Context) ([]string, error) {
 			SessionID string `db:"session_id"`
 			Queued    int    `db:"queued"`
 		}
-		if err := tx.Select(&rows, `UPDATE sessions SET owner_daemon = NULL, owner_epoch = owner_epoch + 1
+		if err := tx.Select(&rows, `UPDATE sessions SET owner_daemon = NULL, lease_epoch = lease_epoch + 1
 			WHERE owner_daemon = ?
 			RETURNING session_id, CASE WHEN EXISTS (SELECT 1 FROM session_admissions a WHERE a.status <> 'terminal'
-				AND a.target_session_id = sessions.session_id AND a.status = 'queued') THEN 1 ELSE 0 END AS queued`, q.Epoch); err != nil {
+				AND a.target_session_id = sessions.session_id AND a.status = 'queued') THEN 1 ELSE 0 END AS queued`, q.Daemon); err != nil {
 			return err
 		}
 		for _, r := range rows {

@@ -425,7 +425,7 @@ func TestSchedulerStop(t *testing.T) {
 	f.check()
 	// The next boot (clean stop: nothing unknown) runs the queued ones.
 	e.epoch++
-	e.q = &admission.Queue{DB: e.db, Epoch: e.epoch}
+	e.q = &admission.Queue{DB: e.db, Daemon: e.epoch}
 	res, err := e.q.Recover(ctx, nil)
 	check(t, err)
 	if len(res.Unknown) != 0 || len(res.Sessions) != 2 {
@@ -460,7 +460,7 @@ func TestSchedulerAfterCrash(t *testing.T) {
 		t.Fatalf("Recover: %+v", res)
 	}
 	u := e.mustRow(a1.AdmissionID)
-	if u.Status != admission.StatusUnknown || u.OwnerEpoch.Int64 != 1 {
+	if u.Status != admission.StatusUnknown || u.Daemon.V != 1 {
 		t.Fatalf("a1 after the crash: %+v", u)
 	}
 	se := newSched(t, e, 4, res.Sessions)
@@ -489,8 +489,8 @@ func TestSchedulerAfterCrash(t *testing.T) {
 	check(t, err)
 	se.s.Wake("a")
 	run := se.f.next("a2")
-	if run.Generation() != a1.Generation()+1 || run.OwnerEpoch.Int64 != e.epoch {
-		t.Fatalf("a2 runs generation %d epoch %d", run.Generation(), run.OwnerEpoch.Int64)
+	if run.Generation() != a1.Generation()+1 || run.Daemon.V != e.epoch {
+		t.Fatalf("a2 runs generation %d epoch %d", run.Generation(), run.Daemon.V)
 	}
 	se.f.finish("a2", admission.Result{Outcome: admission.OutcomeCompleted})
 	se.f.next("a3")

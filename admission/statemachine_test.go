@@ -56,7 +56,7 @@ func TestStateMachineTable(t *testing.T) {
 		case "started":
 		case "unknown", "terminal/resolved":
 			// A later boot (another epoch) finds the row started.
-			later := &admission.Queue{DB: e.db, Epoch: e.epoch + 1000}
+			later := &admission.Queue{DB: e.db, Daemon: e.epoch + 1000}
 			if _, err := later.Recover(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestStateMachineTable(t *testing.T) {
 			func(string) (*move, error) { return nil, admission.ErrNotFound }},
 		op{"Recover/new-epoch",
 			func(a admission.Admission) (admission.Admission, error) {
-				res, err := (&admission.Queue{DB: e.db, Epoch: e.epoch + 1}).Recover(ctx, nil)
+				res, err := (&admission.Queue{DB: e.db, Daemon: e.epoch + 1}).Recover(ctx, nil)
 				for _, u := range res.Unknown {
 					if u.AdmissionID == a.AdmissionID {
 						return u, err
@@ -276,7 +276,7 @@ func TestStateMachineTable(t *testing.T) {
 				if err != nil {
 					t.Fatalf("want a move to %s/%s, got %s", want.status, want.outcome, errName(err))
 				}
-				got.SessionEpoch = 0 // in memory only: the claim's owner epoch
+				got.LeaseEpoch = 0 // in memory only: the claim's lease epoch
 				if got != after {
 					t.Errorf("returned admission differs from the row:\nreturned %+v\nrow      %+v", got, after)
 				}
@@ -296,11 +296,11 @@ func TestStateMachineTable(t *testing.T) {
 					if after.Generation() != sessBefore.Gen+1 || sessAfter.Gen != sessBefore.Gen+1 {
 						t.Errorf("claim: row gen %d, session gen %d→%d", after.Generation(), sessBefore.Gen, sessAfter.Gen)
 					}
-					if after.OwnerEpoch.Int64 != e.epoch || !after.OwnerEpoch.Valid || !after.StartedAt.Valid {
-						t.Errorf("claim: owner_epoch %v started_at %v", after.OwnerEpoch, after.StartedAt)
+					if after.Daemon.V != e.epoch || !after.Daemon.Valid || !after.StartedAt.Valid {
+						t.Errorf("claim: owner_epoch %v started_at %v", after.Daemon, after.StartedAt)
 					}
 				} else {
-					if after.ExecutionGeneration != before.ExecutionGeneration || after.OwnerEpoch != before.OwnerEpoch || after.StartedAt != before.StartedAt {
+					if after.ExecutionGeneration != before.ExecutionGeneration || after.Daemon != before.Daemon || after.StartedAt != before.StartedAt {
 						t.Errorf("generation/epoch/started_at changed: %+v → %+v", before, after)
 					}
 					if sessAfter.Gen != sessBefore.Gen {

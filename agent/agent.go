@@ -40,7 +40,7 @@ type Turn struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	OwnerEpoch  int64
+	LeaseEpoch  prompts.LeaseEpoch
 	// Started is when the turn began (Run sets it when zero): files that
 	// commands wrote since are unseen by a person (risk.Context.WrittenInTurn).
 	Started time.Time
@@ -377,7 +377,7 @@ func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", d.Reason)
 		return false, false
 	case ActionAsk:
-		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
+		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, LeaseEpoch: t.LeaseEpoch,
 			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: d.Card.Payload(callID, s.Cwd)})
 		if err != nil || ctx.Err() != nil {
 			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
@@ -497,7 +497,7 @@ func (r *Runner) clarify(ctx context.Context, t Turn, ev *ToolEvent, c model.Too
 		errorResult(ev, "%v", err)
 		return
 	}
-	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, OwnerEpoch: t.OwnerEpoch,
+	out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, LeaseEpoch: t.LeaseEpoch,
 		Kind: prompts.KindClarify, Timeout: r.Config.ClarifyTimeout,
 		Payload: protocol.ClarifyPayload{ToolCallID: c.ID, Questions: clarifyQuestions(qs)}})
 	if err != nil || ctx.Err() != nil {

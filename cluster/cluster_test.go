@@ -24,9 +24,9 @@ func open(t *testing.T) *store.DB {
 	return db
 }
 
-func bootEpoch(t *testing.T, db *store.DB) int64 {
+func bootEpoch(t *testing.T, db *store.DB) cluster.DaemonID {
 	t.Helper()
-	var id int64
+	var id cluster.DaemonID
 	if err := db.InTx(context.Background(), func(tx *store.Tx) error {
 		return tx.Get(&id, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (1, 'test', ?) RETURNING epoch`, store.Now())
 	}); err != nil {
@@ -35,7 +35,7 @@ func bootEpoch(t *testing.T, db *store.DB) int64 {
 	return id
 }
 
-func live(t *testing.T, db *store.DB, id int64) bool {
+func live(t *testing.T, db *store.DB, id cluster.DaemonID) bool {
 	t.Helper()
 	var n int
 	if err := db.Get(context.Background(), &n, `SELECT CASE WHEN `+cluster.DialectOf(db).LiveDaemon("?")+` THEN 1 ELSE 0 END`, id); err != nil {
@@ -302,5 +302,34 @@ func TestRenewNotDelayedBySaturatedPool(t *testing.T) {
 	done.Wait()
 	if t.Failed() {
 		<-renewed
+	}
+}
+
+func TestRegisterAndMarkStopped(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	a, err := cluster.Register(ctx, db, 11, "v1", store.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cluster.Register(ctx, db, 12, "v1", store.Now())
+	if err != nil || b <= a {
+		t.Fatalf("second boot epoch %d (%v), want above %d", b, err, a)
+	}
+	if err := cluster.MarkStopped(ctx, db, a); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Epoch     cluster.DaemonID `db:"epoch"`
+		PID       int              `db:"pid"`
+		CleanStop int              `db:"clean_stop"`
+		Stopped   *string          `db:"stopped_at"`
+	}
+	if err := db.Select(ctx, &rows, `SELECT epoch, pid, clean_stop, stopped_at FROM boot_epochs ORDER BY epoch`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Epoch != a || rows[0].PID != 11 || rows[0].CleanStop != 1 || rows[0].Stopped == nil ||
+		rows[1].Epoch != b || rows[1].CleanStop != 0 || rows[1].Stopped != nil {
+		t.Fatalf("boot_epochs = %+v", rows)
 	}
 }

@@ -5,8 +5,9 @@
 // wake-ups between daemons (Bus: NOTIFY/LISTEN on PostgreSQL, in-process
 // on SQLite) on the channels ChannelEvents and ChannelSessions.
 //
-// Session ownership itself (owner_daemon, owner_epoch, takeover with the
+// Session ownership itself (owner_daemon, lease_epoch, takeover with the
 // boot rules, release) is admission's, since taking a session changes its
 // FIFO; this package knows nothing of sessions' contents and imports only
-// store.
+// store. It names the two numbers of ownership as types, DaemonID and
+// LeaseEpoch, so that they cannot be mixed up.
 package cluster

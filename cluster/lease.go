@@ -39,7 +39,7 @@ type Options struct {
 // Member is one daemon's membership: its id (boot_epochs.epoch) and lease.
 type Member struct {
 	db  *store.DB
-	id  int64
+	id  DaemonID
 	d   Dialect
 	opt Options
 
@@ -60,7 +60,7 @@ func (m *Member) FenceAfter() time.Duration { return m.opt.TTL * 3 / 4 }
 
 // Join writes the lease of daemon id (its boot_epochs row must exist) and
 // returns its Member; Start runs the heartbeats.
-func Join(ctx context.Context, db *store.DB, id int64, opt Options) (*Member, error) {
+func Join(ctx context.Context, db *store.DB, id DaemonID, opt Options) (*Member, error) {
 	if opt.TTL <= 0 {
 		opt.TTL = DefaultLeaseTTL
 	}
@@ -84,7 +84,7 @@ func Join(ctx context.Context, db *store.DB, id int64, opt Options) (*Member, er
 }
 
 // ID is the daemon's id (its boot epoch).
-func (m *Member) ID() int64 { return m.id }
+func (m *Member) ID() DaemonID { return m.id }
 
 // TTL is the lease's length.
 func (m *Member) TTL() time.Duration { return m.opt.TTL }
@@ -95,7 +95,7 @@ func (m *Member) Dialect() Dialect { return m.d }
 // Renew writes lease_expires_ms = the database's now + TTL. It is
 // unconditional: a daemon whose lease lapsed without anybody taking its
 // sessions keeps them (every write of its turns is fenced by the
-// session's owner_epoch, which a takeover bumps).
+// session's lease_epoch, which a takeover bumps).
 func (m *Member) Renew(ctx context.Context) error {
 	sent := m.opt.Now()
 	// On a connection of its own, outside SERIALIZABLE: the claims that
@@ -289,9 +289,30 @@ func (m *Member) Stop(ctx context.Context) error {
 // knows that no other one runs may call it: on SQLite the home lock proves
 // it (state.db lives in the locked home), so a restart takes every session
 // at once instead of waiting for the dead daemon's lease to run out.
-func ExpireOthers(ctx context.Context, db *store.DB, id int64) error {
+func ExpireOthers(ctx context.Context, db *store.DB, id DaemonID) error {
 	return db.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = NULL WHERE epoch <> ? AND lease_expires_ms IS NOT NULL`, id)
+		return err
+	})
+}
+
+// Register records the start of a daemon (its boot_epochs row, as
+// PROTOCOL.md's descriptor reports it) and returns its id, the new boot
+// epoch.
+func Register(ctx context.Context, db *store.DB, pid int, version, startedAt string) (DaemonID, error) {
+	var id DaemonID
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		return tx.Get(&id, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
+			pid, version, startedAt)
+	})
+	return id, err
+}
+
+// MarkStopped records the clean stop of daemon id (stopped_at now,
+// clean_stop 1).
+func MarkStopped(ctx context.Context, db *store.DB, id DaemonID) error {
+	return db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), id)
 		return err
 	})
 }

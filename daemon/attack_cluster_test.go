@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
 	"github.com/sessiond/sessiond/protocol"
@@ -64,7 +65,7 @@ func TestAttackClusterListenResyncWakesOwnedQueue(t *testing.T) {
 	}
 	one := submit(t, ca, sid, "in-1", "one")
 	cb.WaitEvent(t, clusterWait, turnCompleted(one.AdmissionID, "completed"))
-	var owner int64
+	var owner cluster.DaemonID
 	if err := b.db.Get(ctx, &owner, `SELECT owner_daemon FROM sessions WHERE session_id = ?`, sid); err != nil || owner != a.epoch {
 		t.Fatalf("owner of the session = %d (%v), want A (%d)", owner, err, a.epoch)
 	}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strconv"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/protocol"
-	"github.com/sessiond/sessiond/store"
 )
 
 // The daemon's part in a cluster of daemons sharing one store
@@ -122,15 +120,11 @@ func (d *Daemon) onBeat() {
 // than at the next heartbeat after it. While the others live, each beat
 // moves the timer on before it fires.
 func (d *Daemon) armExpiry(ctx context.Context) {
-	var left sql.NullInt64
-	now := d.dialect.NowMS()
-	err := d.db.Get(ctx, &left, `SELECT MIN(lease_expires_ms) - `+now+` FROM boot_epochs
-		WHERE epoch <> ? AND lease_expires_ms IS NOT NULL AND lease_expires_ms > `+now+`
-		AND epoch IN (SELECT owner_daemon FROM sessions WHERE owner_daemon IS NOT NULL)`, d.epoch)
-	if err != nil || !left.Valid {
+	left, ok, err := d.queue.NextOwnerExpiry(ctx)
+	if err != nil || !ok {
 		return
 	}
-	wait := time.Duration(left.Int64)*time.Millisecond + 20*time.Millisecond
+	wait := left + 20*time.Millisecond
 	d.expiryMu.Lock()
 	defer d.expiryMu.Unlock()
 	if d.expiry != nil {
@@ -164,11 +158,11 @@ func (d *Daemon) afterTake(ctx context.Context, taken []admission.Taken) {
 	unknown := 0
 	for _, t := range taken {
 		d.log.Warn("took over a session whose daemon is gone (boot rules applied: a started turn is now unknown, open prompts closed)",
-			"audit", true, "session_id", t.SessionID, "from_daemon", t.From, "owner_epoch", t.OwnerEpoch, "unknown_admissions", len(t.Unknown))
+			"audit", true, "session_id", t.SessionID, "from_daemon", t.From, "lease_epoch", t.LeaseEpoch, "unknown_admissions", len(t.Unknown))
 		for _, a := range t.Unknown {
 			unknown++
 			d.log.Warn("admission left started by a daemon that is gone is now unknown; it holds its session's queue until an operator resolves it (prompt.resolve_unknown); a command it ran on another host cannot be killed from here",
-				"audit", true, "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "daemon", a.OwnerEpoch.Int64)
+				"audit", true, "session_id", a.SessionID, "admission_id", a.AdmissionID, "execution_generation", a.Generation(), "daemon", a.Daemon.V)
 		}
 		d.sched.Wake(t.SessionID)
 	}
@@ -223,10 +217,8 @@ func (d *Daemon) wakeLoop() {
 // this daemon's LISTEN connection was down would otherwise wait until some
 // other wake-up (nobody else may run it while this daemon lives).
 func (d *Daemon) wakeOwnedQueued(ctx context.Context) {
-	var ids []string
-	if err := d.db.Select(ctx, &ids, `SELECT DISTINCT a.target_session_id FROM session_admissions a
-		JOIN sessions s ON s.session_id = a.target_session_id
-		WHERE a.status <> 'terminal' AND a.status = 'queued' AND s.owner_daemon = ?`, d.epoch); err != nil {
+	ids, err := d.queue.OwnedQueued(ctx)
+	if err != nil {
 		d.log.Warn("read the queued sessions this daemon owns", "err", err)
 		return
 	}
@@ -237,13 +229,9 @@ func (d *Daemon) wakeOwnedQueued(ctx context.Context) {
 
 // checkSession is what a wake-up of one session does on this daemon.
 func (d *Daemon) checkSession(ctx context.Context, sessionID string) {
-	var s struct {
-		Owner     sql.NullInt64 `db:"owner_daemon"`
-		Epoch     int64         `db:"owner_epoch"`
-		Interrupt sql.NullInt64 `db:"interrupt_generation"`
-	}
-	if err := d.db.Get(ctx, &s, `SELECT owner_daemon, owner_epoch, interrupt_generation FROM sessions WHERE session_id = ?`, sessionID); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
+	s, err := d.queue.OwnerOf(ctx, sessionID)
+	if err != nil {
+		if errors.Is(err, admission.ErrSessionNotFound) {
 			// Deleted (on another daemon): nothing more will be published.
 			d.hub.dropSession(sessionID)
 		} else {
@@ -251,13 +239,13 @@ func (d *Daemon) checkSession(ctx context.Context, sessionID string) {
 		}
 		return
 	}
-	mine := s.Owner.Valid && s.Owner.Int64 == d.epoch
+	mine := s.Daemon.Valid && s.Daemon.V == d.epoch
 	if run, ok := d.sched.Running(sessionID); ok {
 		switch {
-		case !mine || (run.SessionEpoch != 0 && run.SessionEpoch != s.Epoch):
+		case !mine || (run.LeaseEpoch != 0 && run.LeaseEpoch != s.LeaseEpoch):
 			if d.sched.Abandon(sessionID) {
 				d.log.Error("another daemon took this session: its turn here stops and its command is killed; nothing more of it is written",
-					"audit", true, "session_id", sessionID, "admission_id", run.AdmissionID, "owner_daemon", s.Owner.Int64, "owner_epoch", s.Epoch)
+					"audit", true, "session_id", sessionID, "admission_id", run.AdmissionID, "owner_daemon", s.Daemon.V, "lease_epoch", s.LeaseEpoch)
 			}
 		case s.Interrupt.Valid && s.Interrupt.Int64 == run.Generation():
 			go func() {
@@ -345,48 +333,33 @@ func (w *wakeSet) next() (ids []string, all, ok bool) {
 // after a takeover) or ctx ends. gen, when > 0, must be the running
 // generation.
 func (d *Daemon) interruptElsewhere(ctx context.Context, sessionID string, gen int64) (protocol.InterruptResult, error) {
-	var run struct {
-		AdmissionID string `db:"admission_id"`
-		Generation  int64  `db:"execution_generation"`
-		Daemon      int64  `db:"owner_epoch"`
-	}
-	err := d.db.Get(ctx, &run, `SELECT admission_id, execution_generation, owner_epoch FROM session_admissions
-		WHERE status <> 'terminal' AND target_session_id = ? AND status = 'started'`, sessionID)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && run.Daemon == d.epoch) {
-		return protocol.InterruptResult{}, nil // nothing runs (or it just settled here)
-	} else if err != nil {
+	run, ok, err := admission.StartedIn(ctx, d.db, sessionID)
+	if err != nil {
 		return protocol.InterruptResult{}, err
+	} else if !ok || run.Daemon.V == d.epoch {
+		return protocol.InterruptResult{}, nil // nothing runs (or it just settled here)
 	}
-	if gen > 0 && gen != run.Generation {
-		return protocol.InterruptResult{}, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation).
-			With("execution_generation", run.Generation)
+	if gen > 0 && gen != run.Generation() {
+		return protocol.InterruptResult{}, protocol.Errorf(protocol.ReasonStaleGeneration, "execution_generation %d is not the live one (%d)", gen, run.Generation()).
+			With("execution_generation", run.Generation())
 	}
-	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Exec(`UPDATE sessions SET interrupt_generation = ? WHERE session_id = ?`, run.Generation, sessionID); err != nil {
-			return err
-		}
-		d.bus.Notify(tx, cluster.ChannelSessions, sessionID)
-		return nil
-	}); err != nil {
+	if err := d.queue.RequestInterrupt(ctx, sessionID, run.Generation()); err != nil {
 		return protocol.InterruptResult{}, err
 	}
 	d.log.Info("interrupt requested for a turn running on another daemon", "session_id", sessionID,
-		"admission_id", run.AdmissionID, "execution_generation", run.Generation, "daemon", run.Daemon)
+		"admission_id", run.AdmissionID, "execution_generation", run.Generation(), "daemon", run.Daemon.V)
 	// The owner acts on its own; the row says when the turn stopped.
 	wait := 20 * time.Millisecond
 	for {
-		var st struct {
-			Status  string         `db:"status"`
-			Outcome sql.NullString `db:"outcome"`
-		}
-		if err := d.db.Get(ctx, &st, `SELECT status, outcome FROM session_admissions WHERE admission_id = ?`, run.AdmissionID); err != nil {
+		st, err := d.queue.Get(ctx, sessionID, run.AdmissionID)
+		if err != nil {
 			return protocol.InterruptResult{}, err
 		}
 		switch {
-		case st.Status == string(admission.StatusUnknown) || st.Outcome.String == string(admission.OutcomeInterrupted):
+		case st.Status == admission.StatusUnknown || st.Outcome.String == string(admission.OutcomeInterrupted):
 			id := run.AdmissionID
 			return protocol.InterruptResult{Interrupted: &id}, nil
-		case st.Status == string(admission.StatusTerminal):
+		case st.Status == admission.StatusTerminal:
 			return protocol.InterruptResult{}, nil // it ended on its own first
 		}
 		t := time.NewTimer(wait)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
 	"github.com/sessiond/sessiond/protocol"
@@ -97,12 +98,12 @@ func submit(t *testing.T, c *fixtures.Client, sid, input, text string) protocol.
 }
 
 // admissionDaemon is the daemon that started the admission (owner_epoch).
-func (e *clusterEnv) admissionRow(t *testing.T, id string) (status, outcome string, daemon int64) {
+func (e *clusterEnv) admissionRow(t *testing.T, id string) (status, outcome string, daemon cluster.DaemonID) {
 	t.Helper()
 	var r struct {
-		Status  string  `db:"status"`
-		Outcome *string `db:"outcome"`
-		Daemon  *int64  `db:"owner_epoch"`
+		Status  string            `db:"status"`
+		Outcome *string           `db:"outcome"`
+		Daemon  *cluster.DaemonID `db:"owner_epoch"`
 	}
 	if err := e.b.db.Get(context.Background(), &r, `SELECT status, outcome, owner_epoch FROM session_admissions WHERE admission_id = ?`, id); err != nil {
 		t.Fatal(err)

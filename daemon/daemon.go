@@ -52,7 +52,7 @@ type Daemon struct {
 	log     *slog.Logger
 	lock    *HomeLock
 	db      *store.DB
-	epoch   int64
+	epoch   cluster.DaemonID
 	token   string
 	desc    Descriptor
 	start   time.Time
@@ -203,19 +203,26 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 	d.hub = newHub(log)
 	d.db.SetEventSink(d.observeEvent)
-	if err := d.db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.Get(&d.epoch, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
-			os.Getpid(), Version, store.FormatTime(d.start))
-	}); err != nil {
+	if d.epoch, err = cluster.Register(ctx, d.db, os.Getpid(), Version, store.FormatTime(d.start)); err != nil {
 		return nil, fmt.Errorf("record boot epoch: %w", err)
 	}
 	if err := d.joinCluster(ctx); err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	d.prompts = prompts.NewManager(d.db, d.epoch, log)
+	d.queue = &admission.Queue{DB: d.db, Daemon: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
+		Label: cfg.Cluster.Label, Bus: d.bus}
+	// The scheduler is built before the prompts manager, which takes its
+	// live check (the in-memory half of the fence) at construction; the
+	// executor reaches the manager through the daemon (prompter), and runs
+	// only once the scheduler starts.
+	exec, err := d.newExecutor()
+	if err != nil {
+		return nil, err
+	}
+	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
+	d.prompts = prompts.NewManager(d.db, d.epoch, d.sched, log)
 	d.prompts.SetCluster(d.bus)
-	d.queue = &admission.Queue{DB: d.db, Epoch: d.epoch, MaxQueued: cfg.Limits.MaxQueuedPerSession,
-		Label: cfg.Cluster.Label, OnTake: d.prompts.FenceSession, Bus: d.bus}
+	d.queue.OnTake = d.prompts.FenceSession
 	// Recovery is a named step before serving: this daemon takes every
 	// session whose owner is gone (on SQLite: every session), their started
 	// rows become unknown and their prompts close.
@@ -241,12 +248,6 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		log.Warn("the sandbox is not available: every terminal command needs approval (as in approvals.mode strict) and runs unsandboxed once approved; set sandbox: {mode: off} in config.yaml to run them unsandboxed as before",
 			"reason", d.sandboxErr.Error())
 	}
-	exec, err := d.newExecutor()
-	if err != nil {
-		return nil, err
-	}
-	d.sched = admission.NewScheduler(d.queue, exec, cfg.Limits.MaxConcurrentTurns, d.closePrompts, log)
-	d.prompts.SetLive(d.sched)
 	if d.mux, err = d.routes(); err != nil {
 		return nil, err
 	}
@@ -262,7 +263,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	d.srv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	d.desc = Descriptor{PID: os.Getpid(), URL: "ws://" + d.ln.Addr().String() + "/rpc", Token: d.token,
-		Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch, StartedAt: store.FormatTime(d.start)}
+		Protocol: protocol.Version, Version: Version, BootEpoch: int64(d.epoch), StartedAt: store.FormatTime(d.start)}
 	go func() {
 		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
@@ -319,10 +320,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		cancel()
 		d.cancel()
 		d.prompts.Stop()
-		if err := d.db.InTx(context.Background(), func(tx *store.Tx) error {
-			_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), d.epoch)
-			return err
-		}); err != nil {
+		if err := cluster.MarkStopped(context.Background(), d.db, d.epoch); err != nil {
 			d.log.Error("record clean stop", "err", err)
 		}
 		d.release()

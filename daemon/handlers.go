@@ -131,34 +131,23 @@ func (d *Daemon) initialize(ctx context.Context, c *rpc.Conn, p protocol.Initial
 		return protocol.InitializeResult{}, protocol.InvalidParams("protocol", "this daemon speaks protocol %d, not %d", protocol.Version, *p.Protocol)
 	}
 	c.SetValue(clientKey, p.Client)
-	return protocol.InitializeResult{Protocol: protocol.Version, Version: Version, BootEpoch: d.epoch}, nil
+	return protocol.InitializeResult{Protocol: protocol.Version, Version: Version, BootEpoch: int64(d.epoch)}, nil
 }
 
 func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, p protocol.DaemonInfoParams) (protocol.DaemonInfo, error) {
-	var counts struct {
-		Sessions int64 `db:"sessions"`
-		Held     int64 `db:"held"`
-		Prompts  int64 `db:"prompts"`
-	}
-	// The partial indexes need their WHERE terms repeated.
-	if err := d.db.Get(ctx, &counts, `SELECT (SELECT count(*) FROM sessions) AS sessions,
-		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
-		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`); err != nil {
+	counts, err := admission.CountAll(ctx, d.db)
+	if err != nil {
 		return protocol.DaemonInfo{}, err
 	}
-	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: d.epoch,
+	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: int64(d.epoch),
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
 		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
 	info.Storage = protocol.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
-	var cl struct {
-		Owned int64 `db:"owned"`
-		Live  int64 `db:"live"`
-	}
-	if err := d.db.Get(ctx, &cl, `SELECT (SELECT count(*) FROM sessions WHERE owner_daemon = ?) AS owned,
-		(SELECT count(*) FROM boot_epochs WHERE lease_expires_ms > `+d.dialect.NowMS()+`) AS live`, d.epoch); err != nil {
+	owned, live, err := d.queue.ClusterCounts(ctx)
+	if err != nil {
 		return protocol.DaemonInfo{}, err
 	}
-	info.Cluster = &protocol.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: cl.Owned, LiveDaemons: cl.Live}
+	info.Cluster = &protocol.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: owned, LiveDaemons: live}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage.WALBytes, info.Storage.LastCheckpointAt, info.Storage.CheckpointBusy = st.WALBytes, store.FormatTime(st.At), st.Busy
 		if st.Err != nil {
@@ -211,33 +200,11 @@ func (d *Daemon) resume(ctx context.Context, c *rpc.Conn, sessionID string, afte
 	return *snap, nil
 }
 
-// summaryRow is one session.list row as summarySelect reads it.
-type summaryRow struct {
-	SessionID    string  `db:"session_id"`
-	Title        string  `db:"title"`
-	Cwd          string  `db:"cwd"`
-	CreatedAt    string  `db:"created_at"`
-	Running      *string `db:"running"`
-	PendingCount int64   `db:"pending_count"`
-	UnknownCount int64   `db:"unknown_count"`
-	OpenPrompts  int64   `db:"open_prompts"`
-}
-
-func (r summaryRow) summary() protocol.SessionSummary {
+// summary is the wire shape of a session.list row.
+func summary(r admission.Summary) protocol.SessionSummary {
 	return protocol.SessionSummary{SessionID: r.SessionID, Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
 		Running: r.Running, PendingCount: r.PendingCount, UnknownCount: r.UnknownCount, OpenPromptCount: r.OpenPrompts}
 }
-
-// summarySelect reads summaryRows from sessions s; callers append a WHERE
-// (and ORDER BY, LIMIT). Every subquery is an index seek: the partial
-// indexes need their WHERE terms repeated (status <> 'terminal', status =
-// 'open').
-const summarySelect = `SELECT s.session_id, s.title, s.cwd, s.created_at,
-	(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
-	(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
-	(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
-	(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
-	FROM sessions s `
 
 func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.SessionListParams) (protocol.SessionList, error) {
 	if p.Limit < 0 {
@@ -247,25 +214,21 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.Sessio
 		p.Limit = 50
 	}
 	p.Limit = min(p.Limit, 500)
-	conds, args := []string{}, []any{}
+	f := admission.ListFilter{Limit: p.Limit + 1}
 	if p.Cursor != "" {
 		at, id, err := parseListCursor(p.Cursor)
 		if err != nil {
 			return protocol.SessionList{}, protocol.InvalidParams("cursor", "not a cursor returned by session.list")
 		}
-		conds, args = append(conds, "(s.created_at, s.session_id) < (?, ?)"), append(args, at, id)
+		f.BeforeAt, f.BeforeID = at, id
 	}
-	if scope := identOf(c).SessionID; scope != "" {
-		// A session-scoped paired client sees its session only.
-		conds, args = append(conds, "s.session_id = ?"), append(args, scope)
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = "WHERE " + strings.Join(conds, " AND ")
-	}
-	var rows []summaryRow
+	// A session-scoped paired client sees its session only.
+	f.SessionID = identOf(c).SessionID
+	var rows []admission.Summary
 	err := d.db.ReadTx(ctx, func(tx *store.Reads) error {
-		return tx.Select(&rows, summarySelect+where+` ORDER BY s.created_at DESC, s.session_id DESC LIMIT ?`, append(args, p.Limit+1)...)
+		var err error
+		rows, err = admission.List(tx, f)
+		return err
 	})
 	if err != nil {
 		return protocol.SessionList{}, err
@@ -277,7 +240,7 @@ func (d *Daemon) sessionList(ctx context.Context, c *rpc.Conn, p protocol.Sessio
 			out.NextCursor = listCursor(last.CreatedAt, last.SessionID)
 			break
 		}
-		out.Sessions = append(out.Sessions, r.summary())
+		out.Sessions = append(out.Sessions, summary(r))
 	}
 	return out, nil
 }

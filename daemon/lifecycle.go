@@ -32,8 +32,7 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 			return err
 		}
 		old = s.Title
-		_, err = tx.Exec(`UPDATE sessions SET title = ? WHERE session_id = ?`, *p.Title, p.SessionID)
-		return err
+		return store.RenameSession(tx, p.SessionID, *p.Title)
 	})
 	if err != nil {
 		return protocol.SessionSummary{}, err
@@ -44,15 +43,14 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 
 // sessionSummary is the session.list row of one session.
 func (d *Daemon) sessionSummary(ctx context.Context, sessionID string) (protocol.SessionSummary, error) {
-	var r summaryRow
-	err := d.db.Get(ctx, &r, summarySelect+`WHERE s.session_id = ?`, sessionID)
+	r, err := admission.SummaryOf(d.db.Reads(ctx), sessionID)
 	if err != nil {
 		if _, gerr := getSession(d.db.Reads(ctx), sessionID); gerr != nil {
 			return protocol.SessionSummary{}, wireErr(gerr)
 		}
 		return protocol.SessionSummary{}, wireErr(err)
 	}
-	return r.summary(), nil
+	return summary(r), nil
 }
 
 func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p protocol.SessionDeleteParams) (protocol.SessionDeleteResult, error) {

@@ -25,39 +25,11 @@ import (
 )
 
 // sessionRow is one sessions row.
-type sessionRow struct {
-	SessionID           string         `db:"session_id"`
-	Title               string         `db:"title"`
-	Cwd                 string         `db:"cwd"`
-	Model               string         `db:"model"`
-	Provider            string         `db:"provider"`
-	BaseURL             string         `db:"base_url"`
-	Toolsets            string         `db:"toolsets"`
-	Source              string         `db:"source"`
-	CreateRequestID     sql.NullString `db:"create_request_id"`
-	CreateDigest        sql.NullString `db:"create_digest"`
-	CreatedAt           string         `db:"created_at"`
-	ExecutionGeneration int64          `db:"execution_generation"`
-	NextAdmissionSeq    int64          `db:"next_admission_seq"`
-	LastEventSeq        int64          `db:"last_event_seq"`
-	Sandbox             sql.NullString `db:"sandbox"`
-}
+type sessionRow = store.Session
 
-const sessionColumns = `session_id, title, cwd, model, provider, base_url, toolsets, source, create_request_id,
-	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox`
-
-func (s sessionRow) toolsets() []string {
-	var ts []string
-	json.Unmarshal([]byte(s.Toolsets), &ts)
-	if ts == nil {
-		ts = []string{}
-	}
-	return ts
-}
-
+// getSession reads session id; a not_found refusal when there is none.
 func getSession(q store.Queryer, id string) (sessionRow, error) {
-	var s sessionRow
-	err := q.Get(&s, `SELECT `+sessionColumns+` FROM sessions WHERE session_id = ?`, id)
+	s, err := store.GetSession(q, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, protocol.Errorf(protocol.ReasonNotFound, "unknown session %q", id).With("session_id", id)
 	}
@@ -182,8 +154,7 @@ func createDigest(p protocol.SessionCreateParams) string {
 func (d *Daemon) createSession(tx *store.Tx, p protocol.SessionCreateParams) (string, error) {
 	digest := createDigest(p)
 	if p.RequestID != "" {
-		var existing sessionRow
-		err := tx.Get(&existing, `SELECT `+sessionColumns+` FROM sessions WHERE create_request_id = ?`, p.RequestID)
+		existing, err := store.SessionByCreateRequest(tx, p.RequestID)
 		if err == nil {
 			if existing.CreateDigest.String != digest {
 				return "", protocol.Errorf(protocol.ReasonAdmissionConflict, "request_id %q already created session %s with other params", p.RequestID, existing.SessionID).With("session_id", existing.SessionID)
@@ -212,10 +183,9 @@ func (d *Daemon) createSession(tx *store.Tx, p protocol.SessionCreateParams) (st
 		b, _ := json.Marshal(pol)
 		sb = sql.NullString{String: string(b), Valid: true}
 	}
-	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
-		create_request_id, create_digest, created_at, sandbox, pin_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, p.Title, p.Cwd, p.Model, p.Provider, p.BaseURL, string(ts), p.Source, reqID, dig, store.Now(), sb,
-		sql.NullString{String: d.cfg.Cluster.Label, Valid: d.cfg.Cluster.Label != ""})
+	err := store.InsertSession(tx, store.NewSession{SessionID: id, Title: p.Title, Cwd: p.Cwd, Model: p.Model, Provider: p.Provider,
+		BaseURL: p.BaseURL, Toolsets: string(ts), Source: p.Source, CreateRequestID: reqID, CreateDigest: dig, CreatedAt: store.Now(),
+		Sandbox: sb, PinLabel: sql.NullString{String: d.cfg.Cluster.Label, Valid: d.cfg.Cluster.Label != ""}})
 	return id, err
 }
 
@@ -228,7 +198,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*protocol.Snapshot
 			return err
 		}
 		snap = protocol.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
-			BaseURL: s.BaseURL, Toolsets: s.toolsets(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
+			BaseURL: s.BaseURL, Toolsets: s.ToolsetNames(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
 			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []protocol.Message{}, Prompts: []protocol.Prompt{}, Pending: []protocol.Receipt{}}
 		// Bounded whatever the session's size: the newest messages only

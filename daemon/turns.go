@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/agent"
 	"github.com/sessiond/sessiond/model"
+	"github.com/sessiond/sessiond/prompts"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
@@ -47,7 +48,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			UserHome:        os.Getenv("HOME"), // what terminal commands inherit
 		},
 		Journal:  &journal{d: d},
-		Prompter: d.prompts,
+		Prompter: prompter{d},
 		NewModel: e.model,
 		Logger:   d.log,
 	}
@@ -75,8 +76,8 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 		return admission.Result{Outcome: admission.OutcomeFailed, Error: fmt.Sprintf("load session: %v", err)}
 	}
 	x := t.Admission.Execution()
-	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, OwnerEpoch: x.OwnerEpoch}
-	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.toolsets()}
+	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, LeaseEpoch: x.LeaseEpoch}
+	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.ToolsetNames()}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
 		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.hiddenFiles, e.d.storeSockets...)
 		if e.d.sandboxErr != nil {
@@ -97,12 +98,25 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	return out
 }
 
+// prompter is the agent's Prompter: the daemon's prompts manager, reached
+// at each call because the manager is built after the scheduler whose live
+// check it takes (no turn runs before both exist).
+type prompter struct{ d *Daemon }
+
+func (p prompter) Ask(ctx context.Context, a prompts.Ask) (prompts.Outcome, error) {
+	return p.d.prompts.Ask(ctx, a)
+}
+
+func (p prompter) Allowed(ctx context.Context, sessionID, pattern string) (bool, error) {
+	return p.d.prompts.Allowed(ctx, sessionID, pattern)
+}
+
 // journal implements agent.Journal on the store; every write is fenced by
 // the turn's admission.Execution.
 type journal struct{ d *Daemon }
 
 func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
-	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, OwnerEpoch: t.OwnerEpoch}
+	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, LeaseEpoch: t.LeaseEpoch}
 	if err := x.Check(tx); err != nil {
 		if errors.Is(err, admission.ErrFenced) {
 			return fmt.Errorf("%w: %w", agent.ErrNotLive, err)
@@ -217,12 +231,7 @@ func messageWire(m store.Message) protocol.Message {
 	return w
 }
 
-type leftoverRow struct {
-	SessionID   string `db:"session_id"`
-	AdmissionID string `db:"admission_id"`
-	Type        string `db:"type"`
-	Payload     string `db:"payload"`
-}
+type leftoverRow = admission.ToolEvent
 
 // killLeftoverTools is a boot step after Recover: a command that was
 // running when an earlier daemon died (a tool.running event of an unknown
@@ -231,18 +240,9 @@ type leftoverRow struct {
 // command's marker (tools.KillGroupIfSame), so a reused pid is never hit.
 // The model is told when the turn is resolved (admission.CrashedWhileRunning).
 func (d *Daemon) killLeftoverTools(ctx context.Context) error {
-	var rows []leftoverRow
-	// Unknown admissions first (the partial index on open rows), then their
-	// session's events by primary key prefix: no scan of the events table.
 	// A call with a tool.completed ended while its daemon lived, which
 	// killed its group then: whatever uses that group id now is not it.
-	// (The payloads are matched here, not with a JSON function of one SQL
-	// dialect.)
-	err := d.db.Select(ctx, &rows, `SELECT e.session_id, e.admission_id, e.type, e.payload
-		FROM session_admissions a CROSS JOIN events e
-		WHERE a.status <> 'terminal' AND a.status = 'unknown'
-		AND e.session_id = a.target_session_id AND e.admission_id = a.admission_id
-		AND e.type IN ('tool.running', 'tool.completed')`)
+	rows, err := admission.LeftoverToolEvents(ctx, d.db)
 	if err != nil {
 		return err
 	}

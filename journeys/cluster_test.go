@@ -163,7 +163,7 @@ func TestClusterCrashFencesPromptsAcrossDaemons(t *testing.T) {
 		if owner, o := cluster.Owner(t, s.session); owner != a {
 			t.Fatalf("session %s is owned by daemon id %v, want A (boot epoch %d)", s.name, o.DaemonID, a.Desc.BootEpoch)
 		} else {
-			epochs[s.session] = o.OwnerEpoch
+			epochs[s.session] = o.LeaseEpoch
 		}
 	}
 
@@ -182,8 +182,8 @@ func TestClusterCrashFencesPromptsAcrossDaemons(t *testing.T) {
 	}
 	t.Logf("takeover seen by a client of B %v after the SIGKILL of A (lease_ttl %d s)", time.Since(killed).Round(time.Millisecond), clusterTTL)
 	for _, s := range []*askSide{rm, cl} {
-		if o := cluster.WaitOwner(t, wait, s.session, b); o.OwnerEpoch <= epochs[s.session] {
-			t.Fatalf("session %s taken over by B under owner_epoch %d, not above A's %d", s.name, o.OwnerEpoch, epochs[s.session])
+		if o := cluster.WaitOwner(t, wait, s.session, b); o.LeaseEpoch <= epochs[s.session] {
+			t.Fatalf("session %s taken over by B under lease_epoch %d, not above A's %d", s.name, o.LeaseEpoch, epochs[s.session])
 		}
 	}
 	for _, p := range []prompt{rm.prompt, cl.prompt} {
@@ -382,8 +382,8 @@ func TestClusterSplitBrainFencesThePausedDaemon(t *testing.T) {
 	})
 	t.Logf("B took the session over %v after A was paused (lease_ttl %d s)", time.Since(paused).Round(time.Millisecond), clusterTTL)
 	taken := cluster.WaitOwner(t, wait, s, b)
-	if taken.OwnerEpoch <= before.OwnerEpoch {
-		t.Fatalf("B took the session under owner_epoch %d, not above A's %d", taken.OwnerEpoch, before.OwnerEpoch)
+	if taken.LeaseEpoch <= before.LeaseEpoch {
+		t.Fatalf("B took the session under lease_epoch %d, not above A's %d", taken.LeaseEpoch, before.LeaseEpoch)
 	}
 	eventsAtTakeover := storedEventsAfter(t, db, s, 0)
 	lastSeq := eventsAtTakeover[len(eventsAtTakeover)-1].Seq
@@ -412,8 +412,8 @@ func TestClusterSplitBrainFencesThePausedDaemon(t *testing.T) {
 	if row := admissionRow(t, fixtures.Admissions(t, db, s), long.AdmissionID); row != rowAtTakeover || row.Status != "unknown" {
 		t.Fatalf("the fenced admission is %+v after A resumed, want it as B left it: %+v", row, rowAtTakeover)
 	}
-	if owner, o := cluster.Owner(t, s); owner != b || o.OwnerEpoch != taken.OwnerEpoch {
-		t.Errorf("after A resumed the session is owned by daemon id %v under epoch %d, want B's %d", o.DaemonID, o.OwnerEpoch, taken.OwnerEpoch)
+	if owner, o := cluster.Owner(t, s); owner != b || o.LeaseEpoch != taken.LeaseEpoch {
+		t.Errorf("after A resumed the session is owned by daemon id %v under lease epoch %d, want B's %d", o.DaemonID, o.LeaseEpoch, taken.LeaseEpoch)
 	}
 	if t.Failed() {
 		t.FailNow()

@@ -38,7 +38,7 @@ func twoDaemons(t *testing.T, e *env) *prompts.Manager {
 	e.daemon(t, 2, 60_000)
 	bus1, bus2 := cluster.NewBus(e.db), cluster.NewBus(e.db)
 	e.m.SetCluster(bus1)
-	m2 := prompts.NewManager(e.db, 2, nil)
+	m2 := prompts.NewManager(e.db, 2, liveFunc(e.isLive), nil)
 	m2.SetCluster(bus2)
 	stop := bus1.Listen(cluster.ChannelSessions, func(sessionID string) {
 		go e.m.Poll(context.Background(), sessionID)

@@ -7,6 +7,7 @@
 //
 // It must not know about the FIFO's rules or the wire: the fence of an
 // execution is admission.Execution (Check in the prompt's transaction, the
-// scheduler's IsLive in memory), and errors are typed for the daemon to
-// map.
+// scheduler's IsLive in memory, which NewManager takes: a manager without
+// it refuses every answer to its own prompts with ErrNoLiveCheck), and
+// errors are typed for the daemon to map.
 package prompts

@@ -63,21 +63,30 @@ var (
 	ErrNotLive         = errors.New("the turn is no longer live")                 // Ask: the execution ended
 )
 
+// ErrNoLiveCheck is what Respond returns for a prompt of this daemon when
+// the manager was built without its live check (NewManager with a nil
+// Liveness): nothing can say that the prompt's execution still runs, so the
+// fence fails closed. errors.Is(err, ErrStaleGeneration) holds: on the wire
+// it is stale_generation.
+var ErrNoLiveCheck = fmt.Errorf("%w: the prompts manager has no live check", ErrStaleGeneration)
+
 // Prompt is one prompts row.
 type Prompt struct {
-	PromptID            string         `db:"prompt_id"`
-	SessionID           string         `db:"session_id"`
-	AdmissionID         string         `db:"admission_id"`
-	ExecutionGeneration int64          `db:"execution_generation"`
-	OwnerEpoch          int64          `db:"owner_epoch"`
-	Kind                string         `db:"kind"`
-	Payload             string         `db:"payload"`
-	Status              string         `db:"status"`
-	Resolution          sql.NullString `db:"resolution"`
-	Response            sql.NullString `db:"response"`
-	CreatedAt           string         `db:"created_at"`
-	ExpiresAt           sql.NullString `db:"expires_at"`
-	ClosedAt            sql.NullString `db:"closed_at"`
+	PromptID            string `db:"prompt_id"`
+	SessionID           string `db:"session_id"`
+	AdmissionID         string `db:"admission_id"`
+	ExecutionGeneration int64  `db:"execution_generation"`
+	// Daemon is the daemon that opened it (column owner_epoch, its boot
+	// epoch).
+	Daemon     cluster.DaemonID `db:"owner_epoch"`
+	Kind       string           `db:"kind"`
+	Payload    string           `db:"payload"`
+	Status     string           `db:"status"`
+	Resolution sql.NullString   `db:"resolution"`
+	Response   sql.NullString   `db:"response"`
+	CreatedAt  string           `db:"created_at"`
+	ExpiresAt  sql.NullString   `db:"expires_at"`
+	ClosedAt   sql.NullString   `db:"closed_at"`
 }
 
 const columns = `prompt_id, session_id, admission_id, execution_generation, owner_epoch, kind, payload, status,
@@ -91,11 +100,11 @@ func (p Prompt) Wire() protocol.Prompt {
 }
 
 // OpenForSession returns the open prompts of sessionID opened by daemon
-// epoch (any daemon when epoch <= 0), in creation order.
-func OpenForSession(q store.Queryer, sessionID string, epoch int64) ([]Prompt, error) {
+// (any daemon when daemon <= 0), in creation order.
+func OpenForSession(q store.Queryer, sessionID string, daemon cluster.DaemonID) ([]Prompt, error) {
 	var ps []Prompt
 	err := q.Select(&ps, `SELECT `+columns+` FROM prompts WHERE session_id = ? AND status = 'open' AND (? <= 0 OR owner_epoch = ?)
-		ORDER BY created_at, prompt_id`, sessionID, epoch, epoch)
+		ORDER BY created_at, prompt_id`, sessionID, daemon, daemon)
 	return ps, store.Classify(err)
 }
 
@@ -116,10 +125,10 @@ type Liveness interface {
 
 // Manager opens, answers and closes prompts. Safe for concurrent use.
 type Manager struct {
-	db    *store.DB
-	epoch int64
-	log   *slog.Logger
-	live  Liveness
+	db     *store.DB
+	daemon cluster.DaemonID
+	log    *slog.Logger
+	live   Liveness
 
 	bus *cluster.Bus
 
@@ -173,31 +182,39 @@ func (m *Manager) Poll(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// NewManager returns a Manager for the daemon of boot epoch.
-func NewManager(db *store.DB, epoch int64, log *slog.Logger) *Manager {
+// NewManager returns a Manager for this daemon. live is the
+// in-memory half of the fence (the daemon's admission.Scheduler): an answer
+// to a prompt this daemon opened is accepted only while live says its
+// execution runs. A nil live fails closed: every such answer is refused
+// with ErrNoLiveCheck.
+func NewManager(db *store.DB, daemon cluster.DaemonID, live Liveness, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{db: db, epoch: epoch, log: log, waiters: map[string]waiter{}}
+	return &Manager{db: db, daemon: daemon, live: live, log: log, waiters: map[string]waiter{}}
 }
 
-// SetLive sets the in-memory liveness used by Respond; set it before
-// serving. Without one, only the durable fence (admission.Execution.Check)
-// decides.
-func (m *Manager) SetLive(l Liveness) { m.live = l }
-
-// Execution is the execution the prompt belongs to; its OwnerEpoch (the
+// Execution is the execution the prompt belongs to; its LeaseEpoch (the
 // session's token) is not known from the prompt (0).
 func (p Prompt) Execution() admission.Execution {
-	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.OwnerEpoch}
+	return admission.Execution{SessionID: p.SessionID, AdmissionID: p.AdmissionID, Generation: p.ExecutionGeneration, Daemon: p.Daemon}
 }
 
-// isLive is the in-memory half of the fence: a prompt opened by this daemon
-// is live only while its scheduler runs the execution and has not asked it
-// to stop. A prompt of another daemon is judged from the store alone
-// (admission.Execution.CheckAnswerable).
-func (m *Manager) isLive(p Prompt) bool {
-	return p.OwnerEpoch != m.epoch || m.live == nil || m.live.IsLive(p.Execution())
+// liveErr is the in-memory half of the fence: a prompt opened by this
+// daemon is live only while its scheduler runs the execution and has not
+// asked it to stop (nil), else ErrStaleGeneration; without a live check,
+// ErrNoLiveCheck. A prompt of another daemon is judged from the store alone
+// (admission.Execution.CheckAnswerable), so it passes here.
+func (m *Manager) liveErr(p Prompt) error {
+	switch {
+	case p.Daemon != m.daemon:
+		return nil
+	case m.live == nil:
+		return fmt.Errorf("%w: prompt %s", ErrNoLiveCheck, p.PromptID)
+	case !m.live.IsLive(p.Execution()):
+		return fmt.Errorf("%w: execution %d of prompt %s has ended", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID)
+	}
+	return nil
 }
 
 // deliver hands o to the waiter of o.PromptID, if one waits. Called after
@@ -229,15 +246,20 @@ func (m *Manager) closeEventBy(tx *store.Tx, p Prompt, resolution string, respon
 	return nil
 }
 
+// LeaseEpoch is the session's lease epoch an execution runs under
+// (cluster.LeaseEpoch), named here for the agent, which knows prompts and
+// not the cluster.
+type LeaseEpoch = cluster.LeaseEpoch
+
 // Ask is one prompt a turn opens and waits on.
 type Ask struct {
 	SessionID   string
 	AdmissionID string
 	Generation  int64
-	OwnerEpoch  int64         // the session's owner epoch of the execution (admission.Execution)
-	Kind        string        // KindApproval or KindClarify
-	Payload     any           // JSON object shown to the user
-	Timeout     time.Duration // after this the prompt closes timed_out
+	LeaseEpoch  cluster.LeaseEpoch // the session's lease epoch of the execution (admission.Execution)
+	Kind        string             // KindApproval or KindClarify
+	Payload     any                // JSON object shown to the user
+	Timeout     time.Duration      // after this the prompt closes timed_out
 }
 
 // Ask opens a prompt for the live execution (prompt.opened event, in one
@@ -253,7 +275,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	}
 	now := time.Now()
 	p := Prompt{PromptID: "prm_" + uuid.Must(uuid.NewV7()).String(), SessionID: a.SessionID, AdmissionID: a.AdmissionID,
-		ExecutionGeneration: a.Generation, OwnerEpoch: m.epoch, Kind: a.Kind, Payload: string(payload), Status: "open",
+		ExecutionGeneration: a.Generation, Daemon: m.daemon, Kind: a.Kind, Payload: string(payload), Status: "open",
 		CreatedAt: store.FormatTime(now)}
 	if a.Timeout > 0 {
 		p.ExpiresAt = sql.NullString{String: store.FormatTime(now.Add(a.Timeout)), Valid: true}
@@ -268,7 +290,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		m.mu.Unlock()
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
-		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.epoch, OwnerEpoch: a.OwnerEpoch}
+		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.daemon, LeaseEpoch: a.LeaseEpoch}
 		if err := x.Check(tx); err != nil {
 			if errors.Is(err, admission.ErrFenced) {
 				return fmt.Errorf("%w: %w", ErrNotLive, err)
@@ -277,7 +299,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		}
 		if _, err := tx.Exec(`INSERT INTO prompts (`+columns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?, NULL)`,
-			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.OwnerEpoch, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt); err != nil {
+			p.PromptID, p.SessionID, p.AdmissionID, p.ExecutionGeneration, p.Daemon, p.Kind, p.Payload, p.CreatedAt, p.ExpiresAt); err != nil {
 			return err
 		}
 		_, err = tx.AppendEvent(p.SessionID, protocol.EventPromptOpened, p.AdmissionID, p.ExecutionGeneration, protocol.PromptOpenedPayload{Prompt: p.Wire()})
@@ -363,8 +385,8 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	if r.Generation != p.ExecutionGeneration {
 		return "", fmt.Errorf("%w: prompt %s belongs to execution %d, not %d", ErrStaleGeneration, p.PromptID, p.ExecutionGeneration, r.Generation)
 	}
-	if !m.isLive(p) {
-		return "", fmt.Errorf("%w: execution %d of prompt %s has ended", ErrStaleGeneration, p.ExecutionGeneration, p.PromptID)
+	if err := m.liveErr(p); err != nil {
+		return "", err
 	}
 	if p.Status == "closed" {
 		return m.closedStatus(p)
@@ -373,7 +395,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
 		x := p.Execution()
 		fence := x.Check(tx)
-		if p.OwnerEpoch != m.epoch {
+		if p.Daemon != m.daemon {
 			// Answered on a daemon that does not run the turn: the store
 			// alone decides, the owner's lease included.
 			fence = x.CheckAnswerable(tx, cluster.DialectOf(m.db))
@@ -403,7 +425,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 				return err
 			}
 		}
-		if m.bus != nil && got.OwnerEpoch != m.epoch {
+		if m.bus != nil && got.Daemon != m.daemon {
 			m.bus.Notify(tx, cluster.ChannelSessions, got.SessionID)
 		}
 		return m.closeEventBy(tx, got, ResolutionAnswered, r.Answer, r.AnsweredBy)
@@ -418,7 +440,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 // timed out means the first resolution won; anything else means the
 // execution moved on.
 func (m *Manager) closedStatus(p Prompt) (string, error) {
-	if p.Status == "closed" && (p.Resolution.String == ResolutionAnswered || p.Resolution.String == ResolutionTimedOut) && m.isLive(p) {
+	if p.Status == "closed" && (p.Resolution.String == ResolutionAnswered || p.Resolution.String == ResolutionTimedOut) && m.liveErr(p) == nil {
 		return StatusAlreadyResolved, nil
 	}
 	return "", fmt.Errorf("%w: prompt %s was closed (%s)", ErrStaleGeneration, p.PromptID, p.Resolution.String)
@@ -456,7 +478,7 @@ func (m *Manager) CloseForAdmission(tx *store.Tx, sessionID, admissionID, resolu
 func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 	var ps []Prompt
 	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
-		WHERE status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), m.epoch); err != nil {
+		WHERE status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), m.daemon); err != nil {
 		return err
 	}
 	for _, p := range ps {
@@ -473,7 +495,7 @@ func (m *Manager) FenceEarlierEpochs(tx *store.Tx) error {
 func (m *Manager) FenceSession(tx *store.Tx, sessionID string) error {
 	var ps []Prompt
 	if err := tx.Select(&ps, `UPDATE prompts SET status = 'closed', resolution = 'fenced', closed_at = ?
-		WHERE session_id = ? AND status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), sessionID, m.epoch); err != nil {
+		WHERE session_id = ? AND status = 'open' AND owner_epoch <> ? RETURNING `+columns, store.Now(), sessionID, m.daemon); err != nil {
 		return err
 	}
 	for _, p := range ps {

@@ -22,6 +22,10 @@ const deadline = 20 * time.Second
 type env struct {
 	db *store.DB
 	m  *prompts.Manager
+	// live is m's live check (the scheduler's IsLive in the daemon): every
+	// execution counts as live unless a test says otherwise (setLive).
+	liveMu sync.Mutex
+	live   func(admission.Execution) bool
 
 	mu     sync.Mutex
 	events []store.Event
@@ -35,7 +39,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &env{db: db, m: prompts.NewManager(db, 1, nil), seen: make(chan struct{}, 1)}
+	e := &env{db: db, seen: make(chan struct{}, 1)}
+	e.m = prompts.NewManager(db, 1, liveFunc(e.isLive), nil)
 	db.SetEventSink(func(ev store.Event) {
 		e.mu.Lock()
 		e.events = append(e.events, ev)
@@ -46,6 +51,18 @@ func newEnv(t *testing.T) *env {
 		}
 	})
 	return e
+}
+
+func (e *env) isLive(x admission.Execution) bool {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	return e.live == nil || e.live(x)
+}
+
+func (e *env) setLive(f func(admission.Execution) bool) {
+	e.liveMu.Lock()
+	e.live = f
+	e.liveMu.Unlock()
 }
 
 func (e *env) exec(t *testing.T, q string, args ...any) {
@@ -375,11 +392,11 @@ func TestRespondNotLiveIsStale(t *testing.T) {
 	e := setup(t)
 	var mu sync.Mutex
 	live := true
-	e.m.SetLive(liveFunc(func(x admission.Execution) bool {
+	e.setLive(func(x admission.Execution) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return live && x.SessionID == "s1" && x.AdmissionID == "a1" && x.Generation == 1
-	}))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	id, done := e.ask(t, ctx, e.m, approval("s1", "a1", 1, "p"))
@@ -426,7 +443,7 @@ func TestFenceEarlierEpochs(t *testing.T) {
 	cancel() // the old daemon is gone; its prompt stays open in the store
 	wait(t, oldDone)
 
-	m2 := prompts.NewManager(e.db, 2, nil)
+	m2 := prompts.NewManager(e.db, 2, liveFunc(e.isLive), nil)
 	cur, curDone := e.ask(t, context.Background(), m2, approval("s2", "b1", 1, "p"))
 	if err := e.db.InTx(context.Background(), func(tx *store.Tx) error { return m2.FenceEarlierEpochs(tx) }); err != nil {
 		t.Fatal(err)
@@ -638,4 +655,24 @@ func TestChoiceNotOfferedRecordsNothing(t *testing.T) {
 			t.Fatalf("answered %s to a prompt offering once and deny: remembered (%v, %v)", c, ok, err)
 		}
 	}
+}
+
+// The in-memory half of the fence fails closed: a manager that has no live
+// check of its own daemon's executions refuses every answer to a prompt it
+// opened (stale_generation), instead of taking the execution as live.
+func TestRespondWithoutLiveCheckFailsClosed(t *testing.T) {
+	e := setup(t)
+	m := prompts.NewManager(e.db, 1, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	id, done := e.ask(t, ctx, m, approval("s1", "a1", 1, "p"))
+	status, err := m.Respond(context.Background(), prompts.Response{SessionID: "s1", PromptID: id, Kind: prompts.KindApproval, Generation: 1, Answer: choice("once")})
+	if !errors.Is(err, prompts.ErrStaleGeneration) || !errors.Is(err, prompts.ErrNoLiveCheck) {
+		t.Fatalf("Respond without a live check = %q, %v; want ErrNoLiveCheck (a stale generation)", status, err)
+	}
+	if r := e.row(t, id); r.Status != "open" || r.Response != nil {
+		t.Fatalf("stored = %+v", r)
+	}
+	cancel()
+	wait(t, done)
 }

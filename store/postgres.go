@@ -158,7 +158,7 @@ func (db *DB) migratePostgres(ctx context.Context) error {
 		return fmt.Errorf("database schema version %d is newer than this sessiond knows (%d); use a newer sessiond", current, migs[n-1].version)
 	}
 	for _, m := range migs {
-		if m.version <= current {
+		if m.version <= current || (migrateUpTo > 0 && m.version > migrateUpTo) {
 			continue
 		}
 		// No arguments: the simple protocol, which runs a file of several

@@ -95,7 +95,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 4 {
+		if err != nil || v != 5 {
 			t.Fatalf("schema version = %d, %v", v, err)
 		}
 		var n int
@@ -108,6 +108,74 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatalf("sessions.sandbox column: %d, %v", n, err)
 		}
 		db.Close()
+	}
+}
+
+// Migration 0005 renames the session's fencing counter owner_epoch to
+// lease_epoch and keeps its value and its CHECK; the daemon ids named
+// owner_epoch (session_admissions, PROTOCOL.md section 9, and prompts)
+// keep their name.
+func TestMigration0005RenamesTheLeaseEpoch(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	opt := testOptions(t, Options{})
+	migrateUpTo = 4
+	db, err := Open(ctx, path, opt)
+	migrateUpTo = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at, owner_daemon, owner_epoch)
+			VALUES ('s1', '/tmp', 'm', 'openai', 'http://x', '[]', ?, 3, 7)`, Now()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status, execution_generation, owner_epoch, text, payload_digest, created_at)
+			VALUES ('a1', 's1', 'i1', 1, 'started', 1, 3, 'hi', 'd', ?)`, Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(ctx, path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.SchemaVersion(ctx); err != nil || v != 5 {
+		t.Fatalf("schema version = %d, %v; want 5", v, err)
+	}
+	var s struct {
+		Owner int64 `db:"owner_daemon"`
+		Epoch int64 `db:"lease_epoch"`
+	}
+	if err := db.Get(ctx, &s, `SELECT owner_daemon, lease_epoch FROM sessions WHERE session_id = 's1'`); err != nil || s.Owner != 3 || s.Epoch != 7 {
+		t.Fatalf("sessions row = %+v, %v; want owner_daemon 3, lease_epoch 7", s, err)
+	}
+	var daemon int64
+	if err := db.Get(ctx, &daemon, `SELECT owner_epoch FROM session_admissions WHERE admission_id = 'a1'`); err != nil || daemon != 3 {
+		t.Fatalf("session_admissions.owner_epoch = %d, %v; want 3", daemon, err)
+	}
+	for _, c := range []struct {
+		table, column string
+		want          int
+	}{{"sessions", "owner_epoch", 0}, {"sessions", "lease_epoch", 1}, {"session_admissions", "owner_epoch", 1}, {"prompts", "owner_epoch", 1}} {
+		q := "SELECT count(*) FROM pragma_table_info('" + c.table + "') WHERE name = ?"
+		if testDriver == Postgres {
+			q = `SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '` + c.table + `' AND column_name = ?`
+		}
+		var n int
+		if err := db.Get(ctx, &n, q, c.column); err != nil || n != c.want {
+			t.Errorf("%s.%s: %d columns, %v; want %d", c.table, c.column, n, err, c.want)
+		}
+	}
+	err = db.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`UPDATE sessions SET lease_epoch = -1 WHERE session_id = 's1'`)
+		return err
+	})
+	if err == nil {
+		t.Fatal("lease_epoch = -1 was accepted; the CHECK (>= 0) was lost")
 	}
 }
 

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+)
+
+// Session is one sessions row (PROTOCOL.md section 9; the ownership
+// columns are package admission's and not read here).
+type Session struct {
+	SessionID           string         `db:"session_id"`
+	Title               string         `db:"title"`
+	Cwd                 string         `db:"cwd"`
+	Model               string         `db:"model"`
+	Provider            string         `db:"provider"`
+	BaseURL             string         `db:"base_url"`
+	Toolsets            string         `db:"toolsets"` // JSON array of toolset names
+	Source              string         `db:"source"`
+	CreateRequestID     sql.NullString `db:"create_request_id"`
+	CreateDigest        sql.NullString `db:"create_digest"`
+	CreatedAt           string         `db:"created_at"`
+	ExecutionGeneration int64          `db:"execution_generation"`
+	NextAdmissionSeq    int64          `db:"next_admission_seq"`
+	LastEventSeq        int64          `db:"last_event_seq"`
+	Sandbox             sql.NullString `db:"sandbox"` // JSON sandbox.Policy, NULL for sessions older than 0002
+}
+
+const sessionColumns = `session_id, title, cwd, model, provider, base_url, toolsets, source, create_request_id,
+	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox`
+
+// ToolsetNames decodes Toolsets; never nil.
+func (s Session) ToolsetNames() []string {
+	var ts []string
+	json.Unmarshal([]byte(s.Toolsets), &ts)
+	if ts == nil {
+		ts = []string{}
+	}
+	return ts
+}
+
+// GetSession reads session id; sql.ErrNoRows when there is none.
+func GetSession(q Queryer, id string) (Session, error) {
+	var s Session
+	err := q.Get(&s, `SELECT `+sessionColumns+` FROM sessions WHERE session_id = ?`, id)
+	return s, err
+}
+
+// SessionByCreateRequest reads the session created with session.create's
+// request_id; sql.ErrNoRows when there is none.
+func SessionByCreateRequest(q Queryer, requestID string) (Session, error) {
+	var s Session
+	err := q.Get(&s, `SELECT `+sessionColumns+` FROM sessions WHERE create_request_id = ?`, requestID)
+	return s, err
+}
+
+// NewSession is the row InsertSession writes; the counters start at their
+// defaults.
+type NewSession struct {
+	SessionID, Title, Cwd, Model, Provider, BaseURL string
+	Toolsets                                        string // JSON array
+	Source                                          string
+	CreateRequestID, CreateDigest                   sql.NullString
+	CreatedAt                                       string
+	Sandbox                                         sql.NullString // JSON, NULL: the configured sandbox
+	PinLabel                                        sql.NullString // cluster.label the session is pinned to
+}
+
+// InsertSession inserts s in tx.
+func InsertSession(tx *Tx, s NewSession) error {
+	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
+		create_request_id, create_digest, created_at, sandbox, pin_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.SessionID, s.Title, s.Cwd, s.Model, s.Provider, s.BaseURL, s.Toolsets, s.Source, s.CreateRequestID, s.CreateDigest,
+		s.CreatedAt, s.Sandbox, s.PinLabel)
+	return err
+}
+
+// RenameSession sets the title of session id in tx.
+func RenameSession(tx *Tx, id, title string) error {
+	_, err := tx.Exec(`UPDATE sessions SET title = ? WHERE session_id = ?`, title, id)
+	return err
+}
