@@ -853,7 +853,7 @@ func TestAdmitConcurrentDistinctInputs(t *testing.T) {
 // reports SQLITE_FULL: nothing is acknowledged, and raising the limit
 // heals without reopening.
 func TestStorageFull(t *testing.T) {
-	storetest.SQLiteOnly(t)
+	storetest.Only(t, store.SQLite)
 	e := newEnv(t)
 	ctx := context.Background()
 	e.session("s")

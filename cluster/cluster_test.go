@@ -259,14 +259,12 @@ func TestSlowOnBeatDoesNotStopRenewals(t *testing.T) {
 // Renew still goes through, on its reserved connection. Before, it queued
 // for the pool, the lease lapsed and the daemon fenced itself under load.
 func TestRenewNotDelayedBySaturatedPool(t *testing.T) {
+	storetest.Only(t, store.Postgres) // SQLite has one writer: every write waits its turn there, and nobody can take a lone daemon's sessions
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), storetest.Options(t, store.Options{MaxConns: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if db.Driver() != store.Postgres {
-		t.Skip("SQLite has one writer: every write waits its turn there, and nobody can take a lone daemon's sessions")
-	}
 	m, err := cluster.Join(context.Background(), db, bootEpoch(t, db), cluster.Options{TTL: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

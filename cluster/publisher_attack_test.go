@@ -18,9 +18,7 @@ import (
 // the database is back: otherwise the subscribers on the other daemons
 // miss the session's last events for as long as it stays quiet.
 func TestAttackClusterPublishSurvivesAFailedBatch(t *testing.T) {
-	if storetest.Driver() != store.Postgres {
-		t.Skip("PostgreSQL only: it runs in the PostgreSQL pass")
-	}
+	storetest.Only(t, store.Postgres)
 	pg, err := pgtest.Shared()
 	if err != nil {
 		t.Fatal(err)

@@ -93,9 +93,6 @@ func senderJSON(c *rpc.Conn) json.RawMessage {
 	return b
 }
 
-// decodeSender parses a stored sender; nil when absent or unreadable.
-func decodeSender(raw []byte) *protocol.Sender { return protocol.DecodeSender(raw) }
-
 func hashSecret(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])

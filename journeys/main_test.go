@@ -2,23 +2,30 @@ package journeys
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
+	"go.uber.org/goleak"
 )
 
 // TestMain runs the journeys, then stops the package's private PostgreSQL
 // servers (started by the first cluster journey or benchmark) and removes
-// the binaries the harness built.
+// the binaries the harness built; a goroutine that outlived the tests fails
+// the run.
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
 	for _, stop := range stopAtExit {
 		stop()
 	}
 	fixtures.CleanupBinaries()
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

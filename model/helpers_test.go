@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // proxyHits counts requests that reached the trap proxy. Every test server
@@ -33,6 +35,10 @@ func TestMain(m *testing.M) {
 	trap.Close()
 	if n := proxyHits.Load(); n != 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: %d request(s) went through HTTP_PROXY\n", n)
+		code = 1
+	}
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
 		code = 1
 	}
 	os.Exit(code)

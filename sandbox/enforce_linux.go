@@ -57,6 +57,7 @@ func enter(s Spec, command string) error {
 	}
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < MinLandlockABI {
+		//lint:ignore ST1005 Landlock is a proper noun
 		return fmt.Errorf("Landlock ABI %d (error %v): %d or later is needed", abi, err, MinLandlockABI)
 	}
 	cfg := landlock.V11.BestEffort()

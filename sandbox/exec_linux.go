@@ -136,9 +136,11 @@ func userNamespaced(s Spec, command string) int {
 func Probe() error {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil {
+		//lint:ignore ST1005 Landlock is a proper noun
 		return fmt.Errorf("Landlock is not available: %v", err)
 	}
 	if abi < MinLandlockABI {
+		//lint:ignore ST1005 Landlock is a proper noun
 		return fmt.Errorf("Landlock ABI %d is too old: %d or later is needed (signal scoping, Linux 6.12)", abi, MinLandlockABI)
 	}
 	if !seccomp.Supported() {

@@ -354,15 +354,6 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 	return pl, nil
 }
 
-// close releases the plan's descriptors.
-func (pl *plan) close() {
-	for _, b := range pl.binds {
-		if b.fd >= 0 {
-			unix.Close(b.fd)
-		}
-	}
-}
-
 // buildView makes the view of pl this process's root. The mounts are
 // private already.
 func buildView(s Spec, pl *plan) error {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/sessiond/sessiond/fixtures/passes"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
 	"go.uber.org/goleak"
 )
@@ -13,14 +14,34 @@ import (
 // tests on SQLite, then again on PostgreSQL (a private cluster, pgtest).
 var testDriver = SQLite
 
-// TestMain runs every test on both drivers and fails the package's run when
-// a goroutine outlives its tests.
+// only holds the tests of one driver's own mechanics: they run in that
+// driver's pass and are left out of the other (fixtures/passes).
+var only passes.Registry
+
+// TestMain runs every test on both drivers, but the tests of one driver's
+// mechanics in its pass only, and fails the package's run when a selected
+// test did not run exactly in its pass or a goroutine outlives the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	// SQLite's pragmas, WAL file, single writer and file system faults;
+	// PostgreSQL's retries, several servers and LISTEN connection.
+	only.Add(string(SQLite), TestCheckpointNoticesReadOnlyDatabase, TestCheckpointAfterClose,
+		TestWALStartsOverUnderSustainedWrites, TestCheckpointBusy, TestCloseRacingInTx,
+		TestOpenSetsPragmasPerConnection, TestBusyPastTimeoutIsUnavailableAndRecovers,
+		TestDiskFullIsUnavailableAndRecovers, TestOpenReadOnlyFileFailsNamingIt,
+		TestOpenWhileLockedIsNotReadOnly, TestIOErrorIsUnavailableAndRecovers)
+	only.Add(string(Postgres), TestPostgresRetriesSerializationFailure, TestPostgresRetriesAreBounded,
+		TestPostgresConcurrentOpenMigratesOnce, TestPostgresHooksInCommitOrder,
+		TestPostgresReadOnlyIsUnavailable, TestPostgresServerGoneIsUnavailable,
+		TestPostgresDeadPooledConnectionsAreReplaced, TestListenReconnects)
+	code := only.Run(m, string(SQLite))
 	testDriver = Postgres
 	fmt.Println("=== the same tests on PostgreSQL")
-	if c := pgtest.Main(m); code == 0 {
+	if c := only.Run(pgtest.Wrap(m), string(Postgres)); code == 0 {
 		code = c
+	}
+	if err := only.Check(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	if durable != nil {
 		durable.Stop()
@@ -59,12 +80,11 @@ func testOptions(t testing.TB, opt Options) Options {
 	return opt
 }
 
-// sqliteOnly skips a test of SQLite's own mechanics (pragmas, the WAL file,
-// the single writer's group commit, file system faults) in the PostgreSQL
-// pass; what they protect has PostgreSQL tests of its own (postgres_test.go).
+// sqliteOnly starts a test of SQLite's own mechanics (pragmas, the WAL
+// file, the single writer's group commit, file system faults), selected in
+// TestMain for the SQLite pass; what they protect has PostgreSQL tests of
+// its own (postgres_test.go). It fails a test not selected so.
 func sqliteOnly(t testing.TB) {
 	t.Helper()
-	if testDriver != SQLite {
-		t.Skip("SQLite mechanics; see postgres_test.go for PostgreSQL's")
-	}
+	only.Mark(t, string(SQLite))
 }

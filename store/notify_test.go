@@ -95,9 +95,7 @@ func TestListenNotify(t *testing.T) {
 // process terminated), the store reconnects, every listener hears "" (resync
 // from the tables), and notifications flow again.
 func TestListenReconnects(t *testing.T) {
-	if testDriver != Postgres {
-		t.Skip("PostgreSQL's LISTEN connection; SQLite delivers in-process")
-	}
+	postgresOnly(t) // PostgreSQL's LISTEN connection; SQLite delivers in-process
 	db := openTest(t, Options{})
 	var r recorder
 	stop := db.Listen("sessiond_sessions", r.add)

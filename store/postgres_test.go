@@ -15,11 +15,11 @@ import (
 	"github.com/sessiond/sessiond/protocol"
 )
 
+// postgresOnly starts a test of PostgreSQL's own mechanics, selected in
+// TestMain for the PostgreSQL pass. It fails a test not selected so.
 func postgresOnly(t *testing.T) {
 	t.Helper()
-	if testDriver != Postgres {
-		t.Skip("PostgreSQL mechanics")
-	}
+	only.Mark(t, string(Postgres))
 }
 
 // TestPostgresRetriesSerializationFailure: two transactions that each read

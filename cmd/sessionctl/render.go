@@ -280,5 +280,4 @@ func (s style) dim(t string) string    { return s.wrap("2", t) }
 func (s style) red(t string) string    { return s.wrap("31", t) }
 func (s style) green(t string) string  { return s.wrap("32", t) }
 func (s style) yellow(t string) string { return s.wrap("33", t) }
-func (s style) blue(t string) string   { return s.wrap("34", t) }
 func (s style) cyan(t string) string   { return s.wrap("36", t) }

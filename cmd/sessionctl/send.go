@@ -155,7 +155,6 @@ func (s *sender) run(ctx context.Context) error {
 			if !errors.Is(err, errLost) {
 				return s.explain(ctx, err)
 			}
-			lastErr = c.Err()
 			fmt.Fprintf(s.app.stderr, "sessionctl: %s; reconnecting\n", describeClosed(c.Err()))
 			lostAt, backoff = time.Now(), 100*time.Millisecond
 		} else {

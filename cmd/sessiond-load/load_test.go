@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +15,16 @@ import (
 
 	"github.com/sessiond/sessiond/fixtures"
 	"github.com/sessiond/sessiond/fixtures/pgtest"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
 	fixtures.CleanupBinaries()
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

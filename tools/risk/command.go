@@ -31,7 +31,6 @@ var (
 	shutdowns   = set("shutdown", "reboot", "halt", "poweroff")
 	mkfsLike    = set("mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "newfs")
 	diskTools   = set("wipefs", "sfdisk", "sgdisk", "blkdiscard", "fdisk", "gdisk", "parted", "cfdisk")
-	killByName  = set("pkill", "killall", "killall5")
 	searchTools = set("grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep", "git-grep")
 	sqlClients  = set("psql", "mysql", "mariadb", "sqlite3", "sqlite", "sqlcmd", "duckdb", "clickhouse-client",
 		"clickhouse", "cockroach", "redis-cli", "mongo", "mongosh", "cqlsh", "usql", "pgcli", "mycli", "litecli")

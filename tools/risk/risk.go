@@ -547,7 +547,7 @@ func (c *classifier) stmt(s *syntax.Stmt) {
 				continue
 			}
 			c.writeTarget(t, "redirection")
-		case syntax.RdrOut, syntax.ClbOut, syntax.RdrAll:
+		case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll:
 			t := renderString(r.Word)
 			c.writeTarget(t, "redirection")
 			truncated = append(truncated, t)
