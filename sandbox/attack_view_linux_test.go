@@ -39,14 +39,6 @@ func gitConfig(dir, key string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// evilRepo is shell that makes, in the workspace, a copy of the
-// repository's common directory whose config runs a command on the
-// person's next git status (core.fsmonitor) and whose hooks run on
-// commit.
-const evilRepo = `mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && mkdir .evil/hooks &&
-printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch /tmp/PWNED-fsmonitor; false"\n' > .evil/config &&
-printf '#!/bin/sh\ntouch /tmp/PWNED-hook\n' > .evil/hooks/pre-commit && chmod +x .evil/hooks/pre-commit`
-
 // TestAttackViewGitFile (FAILS): when the cwd's .git is a file (a `git
 // worktree`, a submodule checkout: "gitdir: …"), freezeRepos skips it,
 // so the command rewrites it to name a repository of its own in the

@@ -36,6 +36,15 @@ import (
 // execution as the daemon's user). What should hold: the cwd's
 // repository configuration cannot be redirected (git's config of the
 // workspace is what it was).
+// evilRepo is shell that makes, in the workspace, a copy of the
+// repository's common directory whose config runs a command on the
+// person's next git status (core.fsmonitor) and whose hooks run on
+// commit.
+const evilRepo = `mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && mkdir .evil/hooks &&
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch /tmp/PWNED-fsmonitor; false"\n' > .evil/config &&
+printf '#!/bin/sh\ntouch /tmp/PWNED-hook\n' > .evil/hooks/pre-commit && chmod +x .evil/hooks/pre-commit`
+
+
 func TestAttackViewGitCommondir(t *testing.T) {
 	l := newLayout(t)
 	gitRepo(t, l.work)

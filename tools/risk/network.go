@@ -239,7 +239,8 @@ func computedData(args []arg, dataOpt func(key string) bool) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		key, val := a.s, (*arg)(nil)
+		var key string
+		var val *arg
 		switch {
 		case strings.HasPrefix(a.s, "--"):
 			k, _, hasVal := strings.Cut(a.s, "=")
