@@ -44,7 +44,6 @@ const evilRepo = `mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ &
 printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch /tmp/PWNED-fsmonitor; false"\n' > .evil/config &&
 printf '#!/bin/sh\ntouch /tmp/PWNED-hook\n' > .evil/hooks/pre-commit && chmod +x .evil/hooks/pre-commit`
 
-
 func TestAttackViewGitCommondir(t *testing.T) {
 	l := newLayout(t)
 	gitRepo(t, l.work)
