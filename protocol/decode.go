@@ -208,3 +208,18 @@ func (p PromptClosedPayload) Answer() any {
 	json.Unmarshal(p.Response, &r)
 	return r.Answer
 }
+
+// Command returns the command of a terminal call's arguments ({command,
+// …}, or a JSON string holding that object), "" for other arguments.
+func (p ToolStartedPayload) Command() string {
+	raw := []byte(p.Args)
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = []byte(s)
+	}
+	var a struct {
+		Command string `json:"command"`
+	}
+	json.Unmarshal(raw, &a)
+	return a.Command
+}
