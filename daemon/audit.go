@@ -145,7 +145,7 @@ func (d *Daemon) auditEvent(e store.Event) {
 		}
 		d.audit().Info("admission settled", attrs...)
 	case protocol.ToolStartedPayload:
-		if p.Name != toolTerminal {
+		if p.Name != protocol.ToolTerminal {
 			return
 		}
 		var cwd string

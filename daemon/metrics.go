@@ -164,9 +164,6 @@ func (m *metrics) observe(e store.Event) {
 	}
 }
 
-// toolTerminal is the terminal tool's name.
-const toolTerminal = "terminal"
-
 // toolOutcome is what a terminal tool.completed says, for the metric and
 // the audit line.
 type toolOutcome struct {
@@ -181,7 +178,7 @@ type toolOutcome struct {
 // protocol.TerminalResult when the command ran, a protocol.ToolError when
 // it did not or was interrupted); ok is false for other tools.
 func toolResult(p protocol.ToolCompletedPayload) (toolOutcome, bool) {
-	if p.Name != toolTerminal {
+	if p.Name != protocol.ToolTerminal {
 		return toolOutcome{}, false
 	}
 	r, _ := p.Outcome() // a result of another shape counts by the payload's exit_code

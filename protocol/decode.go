@@ -156,10 +156,10 @@ func (p ToolCompletedPayload) Outcome() (ToolOutcome, error) {
 	case probe.Error != nil && probe.Error != "":
 		out.Error = &ToolError{}
 		v = out.Error
-	case p.Name == "terminal":
+	case p.Name == ToolTerminal:
 		out.Terminal = &TerminalResult{}
 		v = out.Terminal
-	case p.Name == "clarify":
+	case p.Name == ToolClarify:
 		out.Clarify = &ClarifyResult{}
 		v = out.Clarify
 	default:

@@ -5,6 +5,13 @@ package protocol
 // tools produces them; clients decode them with
 // [ToolCompletedPayload.Outcome].
 
+// The built-in tools' names: a tool call's name, tool.started's and
+// tool.completed's name, and the toolsets of session.create.
+const (
+	ToolTerminal = "terminal"
+	ToolClarify  = "clarify"
+)
+
 // TerminalResult is the terminal tool's result when its command ran
 // (tools.RunTerminal): {exit_code, output, truncated, total_bytes,
 // duration_ms, timed_out?, sandbox?, sandbox_blocked?, note?}.

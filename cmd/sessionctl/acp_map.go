@@ -264,9 +264,9 @@ func toolTitle(name string, args json.RawMessage) string {
 
 func toolKind(name string) acp.ToolKind {
 	switch name {
-	case "terminal":
+	case protocol.ToolTerminal:
 		return acp.ToolKindExecute
-	case "clarify":
+	case protocol.ToolClarify:
 		return acp.ToolKindThink
 	}
 	return acp.ToolKindOther
@@ -298,8 +298,8 @@ func toolResult(name string, result string, ok *bool) (text string, failed bool)
 
 func toolResultOf(name string, result string, ok *bool) (text string, failed bool) {
 	r := strings.TrimSpace(result)
-	shape := "terminal" // any result but clarify's is read as a terminal one: its output, timeout and exit status
-	if name == "clarify" {
+	shape := protocol.ToolTerminal // any result but clarify's is read as a terminal one: its output, timeout and exit status
+	if name == protocol.ToolClarify {
 		shape = name
 	}
 	o, err := protocol.ToolCompletedPayload{Name: shape, Result: json.RawMessage(r)}.Outcome()
@@ -363,11 +363,11 @@ func replayUpdates(msgs []protocol.Message) []acp.SessionUpdate {
 			continue
 		}
 		switch m.Role {
-		case "user":
+		case protocol.RoleUser:
 			if m.Content != "" {
 				out = append(out, acp.UpdateUserMessageText(m.Content))
 			}
-		case "assistant":
+		case protocol.RoleAssistant:
 			if strings.TrimSpace(m.Content) != "" {
 				out = append(out, acp.UpdateAgentMessageText(m.Content))
 			}
@@ -380,7 +380,7 @@ func replayUpdates(msgs []protocol.Message) []acp.SessionUpdate {
 					acp.WithStartKind(toolKind(c.Name)), acp.WithStartStatus(acp.ToolCallStatusPending),
 					acp.WithStartRawInput(rawArgs(args))))
 			}
-		case "tool":
+		case protocol.RoleTool:
 			name := names[m.ToolCallID]
 			text, failed := toolResult(name, m.Content, nil)
 			out = append(out, acp.UpdateToolCall(acp.ToolCallId(m.ToolCallID), acp.WithUpdateStatus(toolStatus(failed)),

@@ -297,9 +297,9 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 			prev = m.AdmissionID
 		}
 		switch m.Role {
-		case "user":
+		case protocol.RoleUser:
 			v.Items = append(v.Items, transcriptItem{Type: "user", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content, Sender: m.Sender})
-		case "assistant":
+		case protocol.RoleAssistant:
 			if m.Content != "" {
 				v.Items = append(v.Items, transcriptItem{Type: "assistant", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content})
 			}
@@ -310,7 +310,7 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 				v.Items = append(v.Items, transcriptItem{Type: "tool_call", AdmissionID: m.AdmissionID, At: m.CreatedAt,
 					ToolCallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Approval: approvals[tc.ID]})
 			}
-		case "tool":
+		case protocol.RoleTool:
 			result := json.RawMessage(m.Content)
 			if !json.Valid(result) {
 				result, _ = json.Marshal(m.Content)
@@ -318,7 +318,7 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 			if i, ok := calls[m.ToolCallID]; ok {
 				v.Items[i].Result, v.Items[i].Synthetic = result, m.Kind == "synthetic"
 			}
-		case "boundary":
+		case protocol.RoleBoundary:
 			v.Items = append(v.Items, transcriptItem{Type: "boundary", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content})
 		}
 	}

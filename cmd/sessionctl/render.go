@@ -144,11 +144,11 @@ func toolSummary(name string, args json.RawMessage) string {
 		}
 	}
 	switch name {
-	case "terminal":
+	case protocol.ToolTerminal:
 		if c, ok := a["command"].(string); ok {
 			return "$ " + visibleLine(c)
 		}
-	case "clarify":
+	case protocol.ToolClarify:
 		if q, ok := a["question"].(string); ok {
 			return "? " + visibleLine(q)
 		}
