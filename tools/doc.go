@@ -16,7 +16,8 @@
 // protocol's, which clients decode them with; besides protocol (a leaf of
 // types) it imports only tools/risk and sandbox.
 //
-// What it must not do: it knows nothing of sessions, prompts, approvals, the store or the wire. It does
+// What it must not do: it knows nothing of sessions, prompts, approvals or
+// the store, and of the wire only the shapes of its results. It does
 // not rate commands: package tools/risk does, and the agent asks it before
 // it calls RunTerminal. It does not decide whether a dangerous command may
 // run (the agent does, using the approval mode and the session's allowed
