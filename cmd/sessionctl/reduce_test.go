@@ -215,3 +215,35 @@ func TestReduceIsPure(t *testing.T) {
 		}
 	}
 }
+
+// A submit's receipt is taken unless an event told of the admission first
+// or it is terminal; a snapshot replaces pending, running and prompts, and
+// forgets the stream and the tools.
+func TestViewAdmittedAndAdopt(t *testing.T) {
+	r := protocol.Receipt{AdmissionID: "a1", Seq: 1, Status: protocol.StatusQueued}
+	cases := []struct {
+		name  string
+		start sessionView
+		r     protocol.Receipt
+		want  []protocol.Receipt
+	}{
+		{"new", sessionView{}, r, []protocol.Receipt{r}},
+		{"seen by an event first", sessionView{seen: map[string]bool{"a1": true}}, r, nil},
+		{"terminal already", sessionView{}, protocol.Receipt{AdmissionID: "a1", Status: protocol.StatusTerminal}, nil},
+	}
+	for _, c := range cases {
+		if got := c.start.admitted(c.r).pending; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: pending %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	running := "a2"
+	v := sessionView{pending: []protocol.Receipt{r}, stream: "s", tools: []toolView{{id: "c"}}, prompts: []protocol.Prompt{{PromptID: "p0"}}}.adopt(protocol.Snapshot{
+		Running: &running, ExecutionGeneration: 5,
+		Pending: []protocol.Receipt{{AdmissionID: "a3", Seq: 3}, {AdmissionID: "a2", Seq: 2}},
+		Prompts: []protocol.Prompt{{PromptID: "p1"}}})
+	want := sessionView{running: "a2", runningGen: 5, pending: []protocol.Receipt{{AdmissionID: "a2", Seq: 2}, {AdmissionID: "a3", Seq: 3}},
+		seen: map[string]bool{"a2": true, "a3": true}, prompts: []protocol.Prompt{{PromptID: "p1"}}}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("adopt:\n got %+v\nwant %+v", v, want)
+	}
+}
