@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -95,7 +94,7 @@ func answeredBy(c *rpc.Conn) *protocol.AnsweredBy {
 func (d *Daemon) auditAnswer(c *rpc.Conn, p protocol.RespondParams, kind, status string, answer []byte) {
 	attrs := append(connAttrs(c), "session_id", p.SessionID, "prompt_id", p.PromptID, "kind", kind,
 		"execution_generation", *p.ExecutionGeneration, "status", status)
-	if kind == "approval" {
+	if kind == string(protocol.KindApproval) {
 		attrs = append(attrs, "choice", p.Choice)
 	} else {
 		attrs = append(attrs, "answer_bytes", len(answer))
@@ -113,7 +112,14 @@ func (d *Daemon) observeEvent(e store.Event) {
 }
 
 // auditEvent writes the audit line of a committed event, if it has one.
+// An event whose payload does not decode is logged as an error, not
+// audited (the daemon wrote it: that is a bug).
 func (d *Daemon) auditEvent(e store.Event) {
+	pl, err := protocol.DecodeEvent(protocol.EventType(e.Type), e.Payload)
+	if err != nil {
+		d.log.Error("audit: undecodable event", "session_id", e.SessionID, "seq", e.Seq, "err", err)
+		return
+	}
 	adm := ""
 	if e.AdmissionID != nil {
 		adm = *e.AdmissionID
@@ -122,67 +128,34 @@ func (d *Daemon) auditEvent(e store.Event) {
 	if e.ExecutionGeneration != nil {
 		base = append(base, "execution_generation", *e.ExecutionGeneration)
 	}
-	switch e.Type {
-	case "admission.updated":
-		var r struct {
-			Status  string  `json:"status"`
-			Outcome *string `json:"outcome"`
-			InputID string  `json:"input_id"`
-			Seq     int64   `json:"seq"`
-			Error   string  `json:"error"`
-		}
-		if json.Unmarshal(e.Payload, &r) != nil {
-			return
-		}
+	switch p := pl.(type) {
+	case protocol.Receipt:
 		switch {
-		case r.Status == "queued":
-			d.audit().Info("admission admitted", append(base, "input_id", r.InputID, "seq", r.Seq)...)
-		case r.Status == "terminal" && r.Outcome != nil && *r.Outcome == "cancelled":
-			d.audit().Info("admission cancelled", append(base, "input_id", r.InputID)...)
+		case p.Status == protocol.StatusQueued:
+			d.audit().Info("admission admitted", append(base, "input_id", p.InputID, "seq", p.Seq)...)
+		case p.Status == protocol.StatusTerminal && p.Outcome != nil && *p.Outcome == protocol.OutcomeCancelled:
+			d.audit().Info("admission cancelled", append(base, "input_id", p.InputID)...)
 		}
-	case "turn.started":
+	case protocol.TurnStartedPayload:
 		d.audit().Info("admission started", base...)
-	case "turn.completed":
-		var p struct {
-			Outcome string `json:"outcome"`
-			Error   string `json:"error"`
-		}
-		json.Unmarshal(e.Payload, &p)
-		attrs := append(base, "outcome", p.Outcome)
+	case protocol.TurnCompletedPayload:
+		attrs := append(base, "outcome", string(p.Outcome))
 		if p.Error != "" {
 			attrs = append(attrs, "error", p.Error)
 		}
 		d.audit().Info("admission settled", attrs...)
-	case "tool.started":
-		var p struct {
-			ToolCallID string          `json:"tool_call_id"`
-			Name       string          `json:"name"`
-			Args       json.RawMessage `json:"args"`
-		}
-		if json.Unmarshal(e.Payload, &p) != nil || p.Name != "terminal" {
+	case protocol.ToolStartedPayload:
+		if p.Name != protocol.ToolTerminal {
 			return
 		}
-		var args struct {
-			Command string `json:"command"`
-		}
-		var s string
-		raw := []byte(p.Args)
-		if json.Unmarshal(raw, &s) == nil {
-			raw = []byte(s)
-		}
-		json.Unmarshal(raw, &args)
 		var cwd string
 		_ = d.db.Reads(context.Background()).Get(&cwd, `SELECT cwd FROM sessions WHERE session_id = ?`, e.SessionID)
-		d.audit().Info("tool command started", append(base, "tool_call_id", p.ToolCallID, "command", args.Command, "cwd", cwd)...)
-	case "tool.completed":
-		o, ok := toolResult(e.Payload)
+		d.audit().Info("tool command started", append(base, "tool_call_id", p.ToolCallID, "command", p.Command(), "cwd", cwd)...)
+	case protocol.ToolCompletedPayload:
+		o, ok := toolResult(p)
 		if !ok {
 			return
 		}
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-		}
-		json.Unmarshal(e.Payload, &p)
 		attrs := append(base, "tool_call_id", p.ToolCallID, "result", o.result)
 		if o.exitCode != nil {
 			attrs = append(attrs, "exit_code", *o.exitCode)
@@ -192,32 +165,16 @@ func (d *Daemon) auditEvent(e store.Event) {
 			attrs = append(attrs, "error", o.err)
 		}
 		d.audit().Info("tool command ended", attrs...)
-	case "prompt.opened":
-		var p struct {
-			Prompt protocol.Prompt `json:"prompt"`
-		}
-		if json.Unmarshal(e.Payload, &p) != nil {
-			return
-		}
+	case protocol.PromptOpenedPayload:
 		attrs := append(base, "prompt_id", p.Prompt.PromptID, "kind", p.Prompt.Kind)
-		if p.Prompt.Kind == "approval" {
-			var a struct {
-				Command string `json:"command"`
-				Risk    string `json:"risk"`
-				Pattern string `json:"pattern"`
-			}
-			json.Unmarshal(p.Prompt.Payload, &a)
-			attrs = append(attrs, "command", a.Command, "risk", a.Risk, "pattern", a.Pattern)
+		if p.Prompt.Kind == protocol.KindApproval {
+			a, _ := p.Prompt.Approval()
+			attrs = append(attrs, "command", a.Command, "risk", string(a.Risk), "pattern", a.Pattern)
 		}
 		d.audit().Info("prompt opened", attrs...)
-	case "prompt.closed":
-		var p struct {
-			PromptID   string `json:"prompt_id"`
-			Resolution string `json:"resolution"`
-		}
-		json.Unmarshal(e.Payload, &p)
-		if p.Resolution != "answered" { // answers are logged by the handler, with who answered
-			d.audit().Info("prompt closed", append(base, "prompt_id", p.PromptID, "resolution", p.Resolution)...)
+	case protocol.PromptClosedPayload:
+		if p.Resolution != protocol.ResolutionAnswered { // answers are logged by the handler, with who answered
+			d.audit().Info("prompt closed", append(base, "prompt_id", p.PromptID, "resolution", string(p.Resolution))...)
 		}
 	}
 }

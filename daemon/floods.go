@@ -42,15 +42,13 @@ func behind(c *rpc.Conn) bool {
 // sendOutput delivers one tool.output delta to c (frame is its encoding),
 // or holds it back while c is behind. Called with h.mu held.
 func (h *hub) sendOutput(c *rpc.Conn, sub *subscription, ev protocol.Event, frame []byte) {
-	var p struct {
-		CallID string `json:"tool_call_id"`
-		Text   string `json:"text"`
-	}
-	if json.Unmarshal(ev.Payload, &p) != nil {
+	pl, _ := ev.Decode()
+	p, ok := pl.(protocol.ToolOutputPayload)
+	if !ok {
 		c.NotifyRaw(frame)
 		return
 	}
-	b := sub.backlog[p.CallID]
+	b := sub.backlog[p.ToolCallID]
 	if b == nil && !behind(c) {
 		c.NotifyRaw(frame)
 		return
@@ -59,8 +57,8 @@ func (h *hub) sendOutput(c *rpc.Conn, sub *subscription, ev protocol.Event, fram
 		if sub.backlog == nil {
 			sub.backlog = map[string]*outputBacklog{}
 		}
-		b = &outputBacklog{callID: p.CallID}
-		sub.backlog[p.CallID] = b
+		b = &outputBacklog{callID: p.ToolCallID}
+		sub.backlog[p.ToolCallID] = b
 	}
 	b.ev = ev
 	if room := backlogBytes - len(b.text); room > 0 {
@@ -126,13 +124,11 @@ func (h *hub) flushBacklog(c *rpc.Conn, sub *subscription, e store.Event) {
 	if len(sub.backlog) == 0 {
 		return
 	}
-	var callID string
-	if e.Type == "tool.completed" {
-		var p struct {
-			CallID string `json:"tool_call_id"`
+	var callID string // "": the turn ended, every call's output goes
+	if pl, err := protocol.DecodeEvent(protocol.EventType(e.Type), e.Payload); err == nil {
+		if p, ok := pl.(protocol.ToolCompletedPayload); ok {
+			callID = p.ToolCallID
 		}
-		json.Unmarshal(e.Payload, &p)
-		callID = p.CallID
 	}
 	for id, b := range sub.backlog {
 		if callID != "" && id != callID {

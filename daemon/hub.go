@@ -168,7 +168,7 @@ func (h *hub) deliverLocked(sessionID string, c *rpc.Conn, sub *subscription, e 
 		sub.lastSeq = e.Seq
 		return
 	}
-	if e.Type == "tool.completed" || e.Type == "turn.completed" {
+	if t := protocol.EventType(e.Type); t == protocol.EventToolCompleted || t == protocol.EventTurnCompleted {
 		h.flushBacklog(c, sub, e) // the held-back output comes before its end
 	}
 	c.NotifyRaw(frame)
@@ -400,7 +400,7 @@ func (h *hub) publishDelta(sessionID string, typ protocol.EventType, admissionID
 		if !sub.released {
 			continue
 		}
-		if typ == "tool.output" {
+		if typ == protocol.EventToolOutput {
 			h.sendOutput(c, sub, ev, frame)
 			continue
 		}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -123,27 +123,23 @@ func (m *metrics) timeSubmit(start time.Time) { m.submitLatency.Observe(time.Sin
 
 // observe counts a committed event.
 func (m *metrics) observe(e store.Event) {
-	switch e.Type {
-	case "admission.updated":
-		var r struct {
-			Status  string  `json:"status"`
-			Outcome *string `json:"outcome"`
+	pl, err := protocol.DecodeEvent(protocol.EventType(e.Type), e.Payload)
+	if err != nil {
+		return // not counted; auditEvent logs it
+	}
+	switch p := pl.(type) {
+	case protocol.Receipt:
+		if p.Status == protocol.StatusTerminal && p.Outcome != nil {
+			m.admissions.WithLabelValues(string(*p.Outcome)).Inc()
 		}
-		if json.Unmarshal(e.Payload, &r) == nil && r.Status == "terminal" && r.Outcome != nil {
-			m.admissions.WithLabelValues(*r.Outcome).Inc()
-		}
-	case "turn.started":
+	case protocol.TurnStartedPayload:
 		if e.AdmissionID != nil {
 			m.mu.Lock()
 			m.started[*e.AdmissionID] = time.Now()
 			m.mu.Unlock()
 		}
-	case "turn.completed":
-		var p struct {
-			Outcome string `json:"outcome"`
-		}
-		json.Unmarshal(e.Payload, &p)
-		m.turns.WithLabelValues(p.Outcome).Inc()
+	case protocol.TurnCompletedPayload:
+		m.turns.WithLabelValues(string(p.Outcome)).Inc()
 		if e.AdmissionID != nil {
 			m.mu.Lock()
 			at, ok := m.started[*e.AdmissionID]
@@ -153,8 +149,8 @@ func (m *metrics) observe(e store.Event) {
 				m.turnDuration.Observe(time.Since(at).Seconds())
 			}
 		}
-	case "tool.completed":
-		if r, ok := toolResult(e.Payload); ok {
+	case protocol.ToolCompletedPayload:
+		if r, ok := toolResult(p); ok {
 			m.toolCommands.WithLabelValues(r.result).Inc()
 		}
 	}
@@ -170,45 +166,35 @@ type toolOutcome struct {
 	err        string
 }
 
-// toolResult reads a terminal tool.completed payload; ok is false for
-// other tools.
-func toolResult(payload []byte) (toolOutcome, bool) {
-	var p struct {
-		Name     string          `json:"name"`
-		OK       bool            `json:"ok"`
-		ExitCode *int            `json:"exit_code"`
-		Result   json.RawMessage `json:"result"`
-	}
-	if json.Unmarshal(payload, &p) != nil || p.Name != "terminal" {
+// toolResult reads a terminal tool.completed payload (its result is a
+// protocol.TerminalResult when the command ran, a protocol.ToolError when
+// it did not or was interrupted); ok is false for other tools.
+func toolResult(p protocol.ToolCompletedPayload) (toolOutcome, bool) {
+	if p.Name != protocol.ToolTerminal {
 		return toolOutcome{}, false
 	}
-	var r struct {
-		ExitCode   *int   `json:"exit_code"`
-		TotalBytes int64  `json:"total_bytes"`
-		DurationMS int64  `json:"duration_ms"`
-		TimedOut   bool   `json:"timed_out"`
-		Error      string `json:"error"`
+	r, _ := p.Outcome() // a result of another shape counts by the payload's exit_code
+	var o toolOutcome
+	switch {
+	case r.Terminal != nil:
+		code := r.Terminal.ExitCode
+		o = toolOutcome{exitCode: &code, durationMS: r.Terminal.DurationMS, totalBytes: r.Terminal.TotalBytes}
+	case r.Error != nil:
+		o = toolOutcome{exitCode: r.Error.ExitCode, durationMS: r.Error.DurationMS, err: r.Error.Error}
 	}
-	res := p.Result
-	var s string
-	if json.Unmarshal(res, &s) == nil {
-		res = json.RawMessage(s)
-	}
-	json.Unmarshal(res, &r)
-	o := toolOutcome{exitCode: r.ExitCode, durationMS: r.DurationMS, totalBytes: r.TotalBytes, err: r.Error}
 	if o.exitCode == nil {
 		o.exitCode = p.ExitCode
 	}
 	switch {
-	case strings.HasPrefix(r.Error, "interrupted while running"):
+	case strings.HasPrefix(o.err, "interrupted while running"):
 		o.result = "interrupted"
-	case strings.Contains(r.Error, "denied") || strings.Contains(r.Error, "approval timed out"):
+	case strings.Contains(o.err, "denied") || strings.Contains(o.err, "approval timed out"):
 		o.result = "denied"
-	case strings.HasPrefix(r.Error, "refused"):
+	case strings.HasPrefix(o.err, "refused"):
 		o.result = "refused"
-	case r.Error != "" && o.exitCode == nil:
+	case o.err != "" && o.exitCode == nil:
 		o.result = "not_run"
-	case r.TimedOut:
+	case r.Terminal != nil && r.Terminal.TimedOut:
 		o.result = "timed_out"
 	case o.exitCode != nil && *o.exitCode == 0:
 		o.result = "ok"

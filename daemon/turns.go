@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -246,31 +245,29 @@ func (d *Daemon) killLeftoverTools(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	callID := func(payload string) string {
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-		}
-		json.Unmarshal([]byte(payload), &p)
-		return p.ToolCallID
-	}
 	completed := map[[2]string]bool{}
+	var running []protocol.ToolRunningPayload
+	var runningRows []leftoverRow
 	for _, r := range rows {
-		if r.Type == "tool.completed" {
-			completed[[2]string{r.AdmissionID, callID(r.Payload)}] = true
-		}
-	}
-	rows = slices.DeleteFunc(rows, func(r leftoverRow) bool {
-		return r.Type != "tool.running" || completed[[2]string{r.AdmissionID, callID(r.Payload)}]
-	})
-	for _, r := range rows {
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-			tools.ProcessIdentity
-		}
-		if json.Unmarshal([]byte(r.Payload), &p) != nil || p.BootID == "" {
+		pl, err := protocol.DecodeEvent(protocol.EventType(r.Type), json.RawMessage(r.Payload))
+		if err != nil {
+			d.log.Error("leftover tools: undecodable event", "session_id", r.SessionID, "admission_id", r.AdmissionID, "err", err)
 			continue
 		}
-		killed, err := tools.KillGroupIfSame(p.ProcessIdentity)
+		switch p := pl.(type) {
+		case protocol.ToolCompletedPayload:
+			completed[[2]string{r.AdmissionID, p.ToolCallID}] = true
+		case protocol.ToolRunningPayload:
+			running, runningRows = append(running, p), append(runningRows, r)
+		}
+	}
+	for i, p := range running {
+		r := runningRows[i]
+		if completed[[2]string{r.AdmissionID, p.ToolCallID}] || p.BootID == "" {
+			continue
+		}
+		killed, err := tools.KillGroupIfSame(tools.ProcessIdentity{PID: p.PID, BootID: p.BootID, StartTicks: p.StartTicks,
+			Session: p.Session, Marker: p.Marker})
 		switch {
 		case err != nil:
 			d.log.Error("cannot kill a command left running by an earlier daemon", "session_id", r.SessionID,

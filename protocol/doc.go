@@ -1,7 +1,10 @@
 // Package protocol is sessiond's wire vocabulary (PROTOCOL.md and
 // docs/protocol.md): the method names, one params and one result struct per
 // method (each params struct has Validate, naming the offending field in an
-// invalid_params error), the event types with one payload struct each, the
+// invalid_params error), the event types with one payload struct each
+// (DecodeEvent reads a payload into its type; an unknown type is an
+// UnknownPayload, never an error), the built-in tools' results
+// (TerminalResult, ClarifyResult, ToolError), the
 // shared shapes (Receipt, Prompt, Message, Snapshot, Descriptor), the status
 // and outcome enums, the error reasons and the one refusal error type
 // (*Error) that carries its reason.

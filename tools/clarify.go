@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sessiond/sessiond/protocol"
 )
 
 // Bounds of a clarify call, to keep prompts readable and payloads small.
@@ -32,26 +34,13 @@ type ClarifyQuestion struct {
 	MultiSelect bool `json:"multi_select,omitempty"`
 }
 
-// ClarifyResponse is the answer to one question, as returned to the model.
-type ClarifyResponse struct {
-	// Question is the question's text.
-	Question string `json:"question"`
-	// ChoicesOffered are the question's choices (empty for free text).
-	ChoicesOffered []string `json:"choices_offered"`
-	// Answer is a string, or a list of strings for multi-select; nil when
-	// no answer came.
-	Answer any `json:"answer"`
-}
+// ClarifyResponse is the answer to one question, as returned to the model
+// ([protocol.ClarifyAnswer]).
+type ClarifyResponse = protocol.ClarifyAnswer
 
-// ClarifyResult is the clarify tool's result (PROTOCOL §7).
-type ClarifyResult struct {
-	// Responses has one entry per question, in question order.
-	Responses []ClarifyResponse `json:"responses"`
-	// TimedOut is true when the prompt expired before an answer.
-	TimedOut bool `json:"timed_out,omitempty"`
-	// Note explains an unusual outcome to the model (e.g. interrupted).
-	Note string `json:"note,omitempty"`
-}
+// ClarifyResult is the clarify tool's result (PROTOCOL §7,
+// [protocol.ClarifyResult]).
+type ClarifyResult = protocol.ClarifyResult
 
 // ErrInvalidClarify is wrapped by every error of ParseClarifyArgs.
 var ErrInvalidClarify = errors.New("invalid clarify arguments")

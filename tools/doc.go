@@ -12,8 +12,12 @@
 //   - clarify: [ParseClarifyArgs] normalizes the clarify tool's arguments
 //     into questions; [ClarifyResult] is the shape of its result.
 //
-// What it must not do: it imports nothing else of this project and knows
-// nothing of sessions, prompts, approvals, the store or the wire. It does
+// The results' shapes ([TerminalResult], [ClarifyResult]) are package
+// protocol's, which clients decode them with; besides protocol (a leaf of
+// types) it imports only tools/risk and sandbox.
+//
+// What it must not do: it knows nothing of sessions, prompts, approvals or
+// the store, and of the wire only the shapes of its results. It does
 // not rate commands: package tools/risk does, and the agent asks it before
 // it calls RunTerminal. It does not decide whether a dangerous command may
 // run (the agent does, using the approval mode and the session's allowed

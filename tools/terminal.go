@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 )
 
@@ -101,34 +102,9 @@ type TerminalArgs struct {
 }
 
 // TerminalResult is the outcome of [RunTerminal], sent back to the model as
-// the terminal tool's result.
-type TerminalResult struct {
-	// ExitCode is the shell's exit status; -1 when the command was killed
-	// (timeout, interrupt, signal) or failed to start.
-	ExitCode int `json:"exit_code"`
-	// Output is stdout and stderr interleaved as written, valid UTF-8
-	// (invalid bytes become U+FFFD), capped at TerminalOptions.OutputLimit
-	// bytes by keeping the head and the tail around a marker
-	// "\n… [N bytes omitted] …\n"; notes such as a timeout are appended.
-	Output string `json:"output"`
-	// Truncated is true when bytes were omitted from Output.
-	Truncated bool `json:"truncated"`
-	// TotalBytes counts the bytes the command wrote, before any capping.
-	TotalBytes int64 `json:"total_bytes"`
-	// DurationMS is the wall time from start to the end of the output, in milliseconds.
-	DurationMS int64 `json:"duration_ms"`
-	// TimedOut is true when the timeout killed the process group.
-	TimedOut bool `json:"timed_out,omitempty"`
-	// Sandbox describes the sandbox the command ran in (Policy.String,
-	// e.g. "workspace-write, network off"); empty when it ran unsandboxed.
-	Sandbox string `json:"sandbox,omitempty"`
-	// SandboxBlocked is true when the command failed with an error the
-	// sandbox causes (permission denied, read-only file system, operation
-	// not permitted, network refused); Note then says how to escalate.
-	SandboxBlocked bool `json:"sandbox_blocked,omitempty"`
-	// Note is advice for the model, e.g. how to ask for escalation.
-	Note string `json:"note,omitempty"`
-}
+// the tool result: [protocol.TerminalResult], the wire shape clients decode
+// from tool.completed.
+type TerminalResult = protocol.TerminalResult
 
 // TerminalOptions configures [RunTerminal].
 type TerminalOptions struct {

@@ -327,7 +327,9 @@ func (t *acpTurn) update(u acp.SessionUpdate) {
 
 func (t *acpTurn) say(text string) { t.update(acp.UpdateAgentMessageText(text)) }
 
-func (t *acpTurn) settled() bool { return t.status == "terminal" || t.status == "unknown" }
+func (t *acpTurn) settled() bool {
+	return t.status == string(protocol.StatusTerminal) || t.status == string(protocol.StatusUnknown)
+}
 
 // run follows the turn over as many connections as it takes and returns
 // the stop reason or the request's error.
@@ -372,7 +374,7 @@ func (t *acpTurn) run() (acp.StopReason, error) {
 
 // sayFailure ends a failed turn's stream with the daemon's reason, once.
 func (t *acpTurn) sayFailure() {
-	if t.outcome != "failed" || t.failureSaid {
+	if t.outcome != string(protocol.OutcomeFailed) || t.failureSaid {
 		return
 	}
 	t.failureSaid = true
@@ -502,7 +504,7 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if t.status == "queued" {
+	if t.status == string(protocol.StatusQueued) {
 		var r protocol.Receipt
 		err := c.Call(cctx, protocol.MethodPromptCancel, protocol.AdmissionRef{SessionID: t.sessionID, AdmissionID: t.admissionID}, &r)
 		if err == nil {
@@ -515,7 +517,7 @@ func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 		}
 	}
 	gen := t.generation
-	if t.status != "started" || gen == nil {
+	if t.status != string(protocol.StatusStarted) || gen == nil {
 		// On a connection of its own: a second subscription on c would
 		// deliver this session's deltas twice.
 		var snap protocol.Snapshot
@@ -537,7 +539,7 @@ func (t *acpTurn) cancelOn(ctx context.Context, c *rpc.Client) {
 // noteHeld tells the editor once that the input waits behind an unknown
 // admission, and what unblocks it.
 func (t *acpTurn) noteHeld(r protocol.Receipt) {
-	if r.AdmissionID != t.admissionID || r.Status != "queued" || r.Reason != "unknown" || t.warnedHeld {
+	if r.AdmissionID != t.admissionID || r.Status != protocol.StatusQueued || r.Reason != protocol.WaitUnknown || t.warnedHeld {
 		return
 	}
 	t.warnedHeld = true
@@ -546,7 +548,7 @@ func (t *acpTurn) noteHeld(r protocol.Receipt) {
 }
 
 func (t *acpTurn) setReceipt(r protocol.Receipt) {
-	if r.AdmissionID != t.admissionID || t.status == "terminal" {
+	if r.AdmissionID != t.admissionID || t.status == string(protocol.StatusTerminal) {
 		return
 	}
 	t.status = string(r.Status)
@@ -574,52 +576,37 @@ func (t *acpTurn) applySeq(ev protocol.Event) {
 }
 
 // apply maps one daemon event of the turn's admission to the editor.
+// Events that do not decode, and event types this build does not know,
+// are skipped.
 func (t *acpTurn) apply(ev protocol.Event) {
-	if ev.Type == "admission.updated" {
-		var r protocol.Receipt
-		if json.Unmarshal(ev.Payload, &r) == nil {
-			t.setReceipt(r)
-			t.noteHeld(r)
-		}
+	pl, err := ev.Decode()
+	if err != nil {
+		return
+	}
+	if r, ok := pl.(protocol.Receipt); ok {
+		t.setReceipt(r)
+		t.noteHeld(r)
 		return
 	}
 	if ev.AdmissionID != t.admissionID || t.admissionID == "" {
 		return
 	}
-	switch ev.Type {
-	case "turn.started":
-		t.status = "started"
+	switch p := pl.(type) {
+	case protocol.TurnStartedPayload:
+		t.status = string(protocol.StatusStarted)
 		if ev.ExecutionGeneration != nil {
 			g := *ev.ExecutionGeneration
 			t.generation = &g
 		}
-	case "message.delta":
-		var p struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil && p.Text != "" {
+	case protocol.MessageDeltaPayload:
+		if p.Text != "" {
 			t.say(p.Text)
 		}
-	case "tool.started":
-		var p struct {
-			ToolCallID string          `json:"tool_call_id"`
-			Name       string          `json:"name"`
-			Args       json.RawMessage `json:"args"`
-		}
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			return
-		}
+	case protocol.ToolStartedPayload:
 		t.tools[p.ToolCallID] = &acpTool{name: p.Name}
 		t.update(acp.StartToolCall(acp.ToolCallId(p.ToolCallID), toolTitle(p.Name, p.Args),
 			acp.WithStartKind(toolKind(p.Name)), acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(rawArgs(p.Args))))
-	case "tool.output":
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-			Text       string `json:"text"`
-		}
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			return
-		}
+	case protocol.ToolOutputPayload:
 		tl := t.tools[p.ToolCallID]
 		if tl == nil {
 			tl = &acpTool{}
@@ -631,48 +618,23 @@ func (t *acpTurn) apply(ev protocol.Event) {
 		}
 		t.update(acp.UpdateToolCall(acp.ToolCallId(p.ToolCallID), acp.WithUpdateStatus(acp.ToolCallStatusInProgress),
 			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(tl.output))})))
-	case "tool.completed":
-		var p struct {
-			ToolCallID string          `json:"tool_call_id"`
-			Name       string          `json:"name"`
-			OK         *bool           `json:"ok"`
-			Result     json.RawMessage `json:"result"`
-		}
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			return
-		}
+	case protocol.ToolCompletedPayload:
 		res := string(p.Result)
 		var s string
 		if json.Unmarshal(p.Result, &s) == nil {
 			res = s
 		}
-		text, failed := toolResult(p.Name, res, p.OK)
+		ok := p.OK
+		text, failed := toolResult(p.Name, res, &ok)
 		t.update(acp.UpdateToolCall(acp.ToolCallId(p.ToolCallID), acp.WithUpdateStatus(toolStatus(failed)),
 			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}),
 			acp.WithUpdateRawOutput(rawArgs(json.RawMessage(res)))))
-	case "prompt.opened":
-		var p struct {
-			Prompt protocol.Prompt `json:"prompt"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil {
-			t.openPrompt(p.Prompt)
-		}
-	case "prompt.closed":
-		var p struct {
-			PromptID string `json:"prompt_id"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil {
-			t.withdraw(p.PromptID)
-		}
-	case "turn.completed":
-		var p struct {
-			Outcome string `json:"outcome"`
-			Error   string `json:"error"`
-		}
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			return
-		}
-		t.status, t.outcome, t.errText = "terminal", p.Outcome, p.Error
+	case protocol.PromptOpenedPayload:
+		t.openPrompt(p.Prompt)
+	case protocol.PromptClosedPayload:
+		t.withdraw(p.PromptID)
+	case protocol.TurnCompletedPayload:
+		t.status, t.outcome, t.errText = string(protocol.StatusTerminal), string(p.Outcome), p.Error
 		t.sayFailure()
 	}
 }
@@ -689,11 +651,10 @@ func (t *acpTurn) openPrompt(p protocol.Prompt) {
 	t.perms[p.PromptID] = cancel
 	t.pmu.Unlock()
 	switch p.Kind {
-	case "approval":
+	case protocol.KindApproval:
 		go t.askApproval(ctx, p)
-	case "clarify":
-		var cp clarifyPayload
-		json.Unmarshal(p.Payload, &cp)
+	case protocol.KindClarify:
+		cp := clarifyOf(p)
 		opts, ok := clarifyOptions(cp)
 		t.b.mu.Lock()
 		elicit := t.b.clientCaps.Elicitation != nil && t.b.clientCaps.Elicitation.Form != nil
@@ -712,11 +673,10 @@ func (t *acpTurn) openPrompt(p protocol.Prompt) {
 }
 
 func (t *acpTurn) askApproval(ctx context.Context, p protocol.Prompt) {
-	var ap approvalPayload
-	json.Unmarshal(p.Payload, &ap)
+	ap := approvalOf(p)
 	title := ap.Command
 	question := fmt.Sprintf("Run `%s`? %s", ap.Command, ap.Reason)
-	if ap.SandboxPermissions == "escalated" {
+	if ap.SandboxPermissions == escalated {
 		title = "UNSANDBOXED: " + ap.Command
 		question = fmt.Sprintf("Run `%s` OUTSIDE the sandbox, this once? The agent says: %s", ap.Command, ap.Justification)
 	}
@@ -726,7 +686,7 @@ func (t *acpTurn) askApproval(ctx context.Context, p protocol.Prompt) {
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(ap.ToolCallID), Title: &title, Kind: acp.Ptr(acp.ToolKindExecute),
 			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: raw,
 			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(question))}},
-		Options: approvalOptions(ap.Choices),
+		Options: approvalOptions(ap.offered()),
 		Meta:    map[string]any{"sessiond": map[string]any{"prompt_id": p.PromptID, "execution_generation": p.ExecutionGeneration}},
 	})
 	if ctx.Err() != nil {
@@ -799,7 +759,7 @@ func (t *acpTurn) respond(p protocol.Prompt, rp protocol.RespondParams) {
 	g := p.ExecutionGeneration
 	rp.ExecutionGeneration = &g
 	method := protocol.MethodApprovalRespond
-	if p.Kind == "clarify" {
+	if p.Kind == protocol.KindClarify {
 		method = protocol.MethodClarifyRespond
 	}
 	ctx, cancel := context.WithTimeout(t.b.ctx, 30*time.Second)

@@ -166,17 +166,17 @@ func elicitationAnswer(p clarifyPayload, content map[string]any) (any, bool) {
 //	failed otherwise                   -> error -32000 {reason: "turn_failed", error}
 //	unknown (daemon crashed mid-turn)  -> error -32000 {reason: "unknown_execution", resolve}
 func stopFor(status, outcome, errText, resolveCmd string) (acp.StopReason, *acp.RequestError) {
-	if status == "unknown" {
+	if status == string(protocol.StatusUnknown) {
 		return "", &acp.RequestError{Code: protocol.CodeRefused,
 			Message: fmt.Sprintf("the daemon stopped while this prompt ran, so whether it had effects is unknown; it holds the session's queue until an operator decides: run `%s`", resolveCmd),
 			Data:    map[string]any{"reason": string(protocol.ReasonUnknownExecution), "resolve": resolveCmd}}
 	}
 	switch outcome {
-	case "completed":
+	case string(protocol.OutcomeCompleted):
 		return acp.StopReasonEndTurn, nil
-	case "interrupted", "cancelled":
+	case string(protocol.OutcomeInterrupted), string(protocol.OutcomeCancelled):
 		return acp.StopReasonCancelled, nil
-	case "failed":
+	case string(protocol.OutcomeFailed):
 		if strings.Contains(errText, "max_iterations") {
 			return acp.StopReasonMaxTurnRequests, nil
 		}
@@ -264,9 +264,9 @@ func toolTitle(name string, args json.RawMessage) string {
 
 func toolKind(name string) acp.ToolKind {
 	switch name {
-	case "terminal":
+	case protocol.ToolTerminal:
 		return acp.ToolKindExecute
-	case "clarify":
+	case protocol.ToolClarify:
 		return acp.ToolKindThink
 	}
 	return acp.ToolKindOther
@@ -297,35 +297,39 @@ func toolResult(name string, result string, ok *bool) (text string, failed bool)
 }
 
 func toolResultOf(name string, result string, ok *bool) (text string, failed bool) {
-	var t terminalResult
-	if json.Unmarshal([]byte(result), &t) != nil {
+	r := strings.TrimSpace(result)
+	shape := protocol.ToolTerminal // any result but clarify's is read as a terminal one: its output, timeout and exit status
+	if name == protocol.ToolClarify {
+		shape = name
+	}
+	o, err := protocol.ToolCompletedPayload{Name: shape, Result: json.RawMessage(r)}.Outcome()
+	if err != nil || !strings.HasPrefix(r, "{") || !json.Valid([]byte(r)) {
 		return result, ok != nil && !*ok
 	}
 	switch {
-	case t.Error != "":
-		text, failed = t.Error, true
-	case name == "clarify":
-		var c clarifyResult
-		json.Unmarshal([]byte(result), &c)
+	case o.Error != nil:
+		text, failed = o.Error.Error, true
+	case o.Clarify != nil:
 		var as []string
-		for _, r := range c.Responses {
+		for _, r := range o.Clarify.Responses {
 			if r.Answer != nil {
 				as = append(as, answerText(r.Answer))
 			}
 		}
-		text, failed = strings.Join(as, "; "), c.TimedOut
-		if c.TimedOut {
+		text, failed = strings.Join(as, "; "), o.Clarify.TimedOut
+		if o.Clarify.TimedOut {
 			text = "the question timed out"
 		}
-	default:
+	case o.Terminal != nil:
+		t := o.Terminal
 		text = t.Output
 		if t.TimedOut {
 			failed = true
 			text += "\n[timed out]"
 		}
-		if t.ExitCode != nil && *t.ExitCode != 0 {
+		if t.ExitCode != 0 {
 			failed = true
-			text += fmt.Sprintf("\n[exit status %d]", *t.ExitCode)
+			text += fmt.Sprintf("\n[exit status %d]", t.ExitCode)
 		}
 	}
 	if ok != nil && !*ok {
@@ -359,11 +363,11 @@ func replayUpdates(msgs []protocol.Message) []acp.SessionUpdate {
 			continue
 		}
 		switch m.Role {
-		case "user":
+		case protocol.RoleUser:
 			if m.Content != "" {
 				out = append(out, acp.UpdateUserMessageText(m.Content))
 			}
-		case "assistant":
+		case protocol.RoleAssistant:
 			if strings.TrimSpace(m.Content) != "" {
 				out = append(out, acp.UpdateAgentMessageText(m.Content))
 			}
@@ -376,7 +380,7 @@ func replayUpdates(msgs []protocol.Message) []acp.SessionUpdate {
 					acp.WithStartKind(toolKind(c.Name)), acp.WithStartStatus(acp.ToolCallStatusPending),
 					acp.WithStartRawInput(rawArgs(args))))
 			}
-		case "tool":
+		case protocol.RoleTool:
 			name := names[m.ToolCallID]
 			text, failed := toolResult(name, m.Content, nil)
 			out = append(out, acp.UpdateToolCall(acp.ToolCallId(m.ToolCallID), acp.WithUpdateStatus(toolStatus(failed)),

@@ -7,14 +7,17 @@
 // through HOME/daemon.json (--home, $SESSIOND_HOME, else
 // $XDG_STATE_HOME/sessiond, default ~/.local/state/sessiond), authenticates
 // with the descriptor's token and speaks only the public protocol
-// (docs/protocol.md) through rpc.Client, reusing the rpc package's
-// parameter, result and error types.
+// (docs/protocol.md) through rpc.Client, with package protocol's params,
+// results, errors and typed event payloads (protocol.DecodeEvent).
 //
 // Files: root.go (cobra wiring, global flags), errors.go (exit codes),
 // connect.go (home, descriptor, dialing and explaining failures), verbs.go
-// (one-shot verbs), send.go (submit, follow, reconnect), attach.go (the
+// (one-shot verbs), reduce.go (the one reader of the event stream that
+// attach and send share: a pure sessionView × event → sessionView and
+// what changed), send.go (submit, follow, reconnect), attach.go (the
 // link that keeps attach connected and resumes with after_seq), tui.go
-// (the bubbletea model), render.go (payload shapes and one-line summaries),
+// (the bubbletea model), render.go (one-line summaries of protocol's
+// payloads),
 // lifecycle.go (rename, rm, show, approvals), completion.go (shell
 // completion, session ids from the daemon), acp.go (the Agent Client
 // Protocol bridge for editors: an ACP agent on stdio, built on

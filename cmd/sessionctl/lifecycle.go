@@ -277,15 +277,11 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 	type turnEnd struct{ outcome, err string }
 	ends := map[string]turnEnd{}
 	for _, e := range snap.Events {
-		if e.Type != "turn.completed" {
-			continue
+		if pl, err := e.Decode(); err == nil {
+			if p, ok := pl.(protocol.TurnCompletedPayload); ok {
+				ends[e.AdmissionID] = turnEnd{string(p.Outcome), p.Error}
+			}
 		}
-		var p struct {
-			Outcome string `json:"outcome"`
-			Error   string `json:"error"`
-		}
-		json.Unmarshal(e.Payload, &p)
-		ends[e.AdmissionID] = turnEnd{p.Outcome, p.Error}
 	}
 	calls := map[string]int{} // tool_call_id -> index in Items
 	endTurn := func(adm string) {
@@ -301,9 +297,9 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 			prev = m.AdmissionID
 		}
 		switch m.Role {
-		case "user":
+		case protocol.RoleUser:
 			v.Items = append(v.Items, transcriptItem{Type: "user", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content, Sender: m.Sender})
-		case "assistant":
+		case protocol.RoleAssistant:
 			if m.Content != "" {
 				v.Items = append(v.Items, transcriptItem{Type: "assistant", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content})
 			}
@@ -314,7 +310,7 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 				v.Items = append(v.Items, transcriptItem{Type: "tool_call", AdmissionID: m.AdmissionID, At: m.CreatedAt,
 					ToolCallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Approval: approvals[tc.ID]})
 			}
-		case "tool":
+		case protocol.RoleTool:
 			result := json.RawMessage(m.Content)
 			if !json.Valid(result) {
 				result, _ = json.Marshal(m.Content)
@@ -322,7 +318,7 @@ func buildTranscript(snap protocol.Snapshot) transcriptView {
 			if i, ok := calls[m.ToolCallID]; ok {
 				v.Items[i].Result, v.Items[i].Synthetic = result, m.Kind == "synthetic"
 			}
-		case "boundary":
+		case protocol.RoleBoundary:
 			v.Items = append(v.Items, transcriptItem{Type: "boundary", AdmissionID: m.AdmissionID, At: m.CreatedAt, Text: m.Content})
 		}
 	}
@@ -401,7 +397,7 @@ func approvalLine(ap approvalRecord) string {
 	switch ap.Resolution {
 	case "":
 		return what + ": waiting for an answer"
-	case "answered":
+	case string(protocol.ResolutionAnswered):
 		s := what + ": " + ap.Choice
 		if by := ap.AnsweredBy; by != nil {
 			s += " by " + by["client"]
@@ -413,11 +409,27 @@ func approvalLine(ap approvalRecord) string {
 			}
 		}
 		return s
-	case "timed_out":
+	case string(protocol.ResolutionTimedOut):
 		return what + ": no answer in time (denied)"
 	default:
 		return what + ": closed, " + ap.Resolution
 	}
+}
+
+// answeredBy is prompt.closed's answered_by as show --json prints it:
+// {conn, client, id, label?, version?}; nil when nobody answered.
+func answeredBy(a *protocol.AnsweredBy) map[string]string {
+	if a == nil {
+		return nil
+	}
+	m := map[string]string{"conn": a.Conn, "client": a.Client, "id": a.ID}
+	if a.Label != "" {
+		m["label"] = a.Label
+	}
+	if a.Version != "" {
+		m["version"] = a.Version
+	}
+	return m
 }
 
 // approvalsFromEvents gathers the approval prompts of events (prompt.opened
@@ -427,32 +439,21 @@ func approvalsFromEvents(events []protocol.Event) map[string]*approvalRecord {
 	approvals := map[string]*approvalRecord{} // by tool_call_id
 	byPrompt := map[string]*approvalRecord{}  // by prompt_id
 	for _, e := range events {
-		switch e.Type {
-		case "prompt.opened":
-			var p struct {
-				Prompt protocol.Prompt `json:"prompt"`
-			}
-			if json.Unmarshal(e.Payload, &p) != nil || p.Prompt.Kind != "approval" {
+		pl, err := e.Decode()
+		if err != nil {
+			continue
+		}
+		switch p := pl.(type) {
+		case protocol.PromptOpenedPayload:
+			if p.Prompt.Kind != protocol.KindApproval {
 				continue
 			}
-			var ap approvalPayload
-			json.Unmarshal(p.Prompt.Payload, &ap)
-			r := &approvalRecord{PromptID: p.Prompt.PromptID, Risk: ap.Risk, Reason: ap.Reason, Pattern: ap.Pattern}
+			ap := approvalOf(p.Prompt)
+			r := &approvalRecord{PromptID: p.Prompt.PromptID, Risk: string(ap.Risk), Reason: ap.Reason, Pattern: ap.Pattern}
 			approvals[ap.ToolCallID], byPrompt[r.PromptID] = r, r
-		case "prompt.closed":
-			var p struct {
-				PromptID   string            `json:"prompt_id"`
-				Resolution string            `json:"resolution"`
-				Response   json.RawMessage   `json:"response"`
-				AnsweredBy map[string]string `json:"answered_by"`
-			}
-			json.Unmarshal(e.Payload, &p)
+		case protocol.PromptClosedPayload:
 			if r := byPrompt[p.PromptID]; r != nil {
-				var resp struct {
-					Choice string `json:"choice"`
-				}
-				json.Unmarshal(p.Response, &resp)
-				r.Resolution, r.Choice, r.AnsweredBy = p.Resolution, resp.Choice, p.AnsweredBy
+				r.Resolution, r.Choice, r.AnsweredBy = string(p.Resolution), string(p.Choice()), answeredBy(p.AnsweredBy)
 			}
 		}
 	}

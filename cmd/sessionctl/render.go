@@ -10,50 +10,77 @@ import (
 	"github.com/sessiond/sessiond/protocol"
 )
 
-// Payload shapes of docs/protocol.md Part 2 (sections C and E) that the
-// client renders.
+// The payloads the client renders are protocol's (docs/protocol.md Part 2,
+// sections C and E): clarifyPayload and clarifyQuestion name them here,
+// approvalPayload adds what the client says about an approval.
 
+type (
+	clarifyPayload  = protocol.ClarifyPayload
+	clarifyQuestion = protocol.ClarifyQuestion
+)
+
+// approvalPayload is an approval prompt's payload (protocol.ApprovalPayload)
+// with the client's wording of its choices and sandbox.
 type approvalPayload struct {
-	ToolCallID string   `json:"tool_call_id"`
-	Command    string   `json:"command"`
-	Cwd        string   `json:"cwd"`
-	Risk       string   `json:"risk"`
-	Reason     string   `json:"reason"`
-	Pattern    string   `json:"pattern"`
-	Choices    []string `json:"choices"`
-	// SandboxPermissions is "escalated" when the model asks to run the
-	// command outside the sandbox, with its Justification.
-	SandboxPermissions string `json:"sandbox_permissions"`
-	Justification      string `json:"justification"`
-	Sandbox            *struct {
-		Mode        string `json:"mode"`
-		Unsandboxed bool   `json:"unsandboxed"`
-		Unavailable string `json:"unavailable"`
-	} `json:"sandbox"`
+	protocol.ApprovalPayload
+}
+
+// approvalOf decodes an approval prompt's payload; a payload that does not
+// decode gives what could be read of it (the zero value at worst: all four
+// choices, no command).
+func approvalOf(p protocol.Prompt) approvalPayload {
+	a, _ := p.Approval()
+	return approvalPayload{a}
+}
+
+// clarifyOf decodes a clarify prompt's payload, like approvalOf.
+func clarifyOf(p protocol.Prompt) clarifyPayload {
+	c, _ := p.Clarify()
+	return c
+}
+
+// promptToolCallID is the tool call a prompt gates ("" when its payload
+// does not say).
+func promptToolCallID(p protocol.Prompt) string {
+	switch p.Kind {
+	case protocol.KindApproval:
+		return approvalOf(p).ToolCallID
+	case protocol.KindClarify:
+		return clarifyOf(p).ToolCallID
+	}
+	return ""
 }
 
 // offered is the prompt's choices (all four when the payload lists none).
 func (a approvalPayload) offered() []string {
 	if len(a.Choices) == 0 {
-		return []string{"once", "session", "always", "deny"}
+		return []string{string(protocol.ChoiceOnce), string(protocol.ChoiceSession), string(protocol.ChoiceAlways), string(protocol.ChoiceDeny)}
 	}
-	return a.Choices
+	out := make([]string, len(a.Choices))
+	for i, c := range a.Choices {
+		out[i] = string(c)
+	}
+	return out
 }
+
+// escalated is the payload's sandbox_permissions when the model asks to
+// run the command outside the sandbox (with its justification).
+const escalated = "escalated"
 
 // unsandboxed reports whether the command would run outside any sandbox.
 func (a approvalPayload) unsandboxed() bool {
-	return a.SandboxPermissions == "escalated" || (a.Sandbox != nil && a.Sandbox.Unsandboxed)
+	return a.SandboxPermissions == escalated || a.Sandbox.Unsandboxed
 }
 
 // unsandboxedNote says why the command runs unsandboxed ("" when it runs
 // in the sandbox, or the payload does not say).
 func (a approvalPayload) unsandboxedNote() string {
 	switch {
-	case a.SandboxPermissions == "escalated":
+	case a.SandboxPermissions == escalated:
 		return "UNSANDBOXED: the model asks to run this OUTSIDE the sandbox"
-	case a.Sandbox != nil && a.Sandbox.Unsandboxed && a.Sandbox.Unavailable != "":
+	case a.Sandbox.Unsandboxed && a.Sandbox.Unavailable != "":
 		return "UNSANDBOXED: the sandbox is not available (" + visibleLine(a.Sandbox.Unavailable) + ")"
-	case a.Sandbox != nil && a.Sandbox.Unsandboxed:
+	case a.Sandbox.Unsandboxed:
 		return "UNSANDBOXED: this session's sandbox mode is off"
 	}
 	return ""
@@ -62,54 +89,24 @@ func (a approvalPayload) unsandboxedNote() string {
 // remembers says what "session" / "always" would remember.
 func (a approvalPayload) remembers() string {
 	off := a.offered()
-	if a.Pattern == "" || (!slices.Contains(off, "session") && !slices.Contains(off, "always")) {
+	if a.Pattern == "" || (!slices.Contains(off, string(protocol.ChoiceSession)) && !slices.Contains(off, string(protocol.ChoiceAlways))) {
 		return "nothing: approved for this run only"
 	}
 	return "session/always remember pattern " + visibleLine(a.Pattern)
 }
 
-type clarifyQuestion struct {
-	ID          string   `json:"id"`
-	Question    string   `json:"question"`
-	Choices     []string `json:"choices"`
-	MultiSelect bool     `json:"multi_select"`
-}
-
-type clarifyPayload struct {
-	ToolCallID string            `json:"tool_call_id"`
-	Questions  []clarifyQuestion `json:"questions"`
-}
-
+// toolCall is one of a message's tool_calls.
 type toolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
 }
 
-type terminalResult struct {
-	ExitCode   *int   `json:"exit_code"`
-	Output     string `json:"output"`
-	Truncated  bool   `json:"truncated"`
-	DurationMS int64  `json:"duration_ms"`
-	TimedOut   bool   `json:"timed_out"`
-	Error      string `json:"error"`
-}
-
-type clarifyResult struct {
-	Responses []struct {
-		Question string `json:"question"`
-		Answer   any    `json:"answer"`
-	} `json:"responses"`
-	TimedOut bool   `json:"timed_out"`
-	Error    string `json:"error"`
-}
-
 // promptSummary is one line describing a prompt.
 func promptSummary(p protocol.Prompt) string {
 	switch p.Kind {
-	case "approval":
-		var a approvalPayload
-		json.Unmarshal(p.Payload, &a)
+	case protocol.KindApproval:
+		a := approvalOf(p)
 		s := fmt.Sprintf("%s  (%s; %s; choices %s)", visibleLine(a.Command), visibleLine(a.Reason), a.remembers(), strings.Join(a.offered(), "/"))
 		if a.unsandboxed() {
 			s = "[UNSANDBOXED] " + s
@@ -118,11 +115,9 @@ func promptSummary(p protocol.Prompt) string {
 			}
 		}
 		return s
-	case "clarify":
-		var c clarifyPayload
-		json.Unmarshal(p.Payload, &c)
+	case protocol.KindClarify:
 		var qs []string
-		for _, q := range c.Questions {
+		for _, q := range clarifyOf(p).Questions {
 			s := q.Question
 			if len(q.Choices) > 0 {
 				s += " [" + strings.Join(q.Choices, "/") + "]"
@@ -149,11 +144,11 @@ func toolSummary(name string, args json.RawMessage) string {
 		}
 	}
 	switch name {
-	case "terminal":
+	case protocol.ToolTerminal:
 		if c, ok := a["command"].(string); ok {
 			return "$ " + visibleLine(c)
 		}
-	case "clarify":
+	case protocol.ToolClarify:
 		if q, ok := a["question"].(string); ok {
 			return "? " + visibleLine(q)
 		}
@@ -176,59 +171,34 @@ func resultSummary(name string, ok bool, exitCode *int, result json.RawMessage) 
 }
 
 func resultSummaryOf(name string, ok bool, exitCode *int, result json.RawMessage) (line, output string) {
-	var s string
-	if json.Unmarshal(result, &s) == nil {
-		result = json.RawMessage(s)
-	}
-	switch name {
-	case "terminal":
-		var r terminalResult
-		if json.Unmarshal(result, &r) == nil {
-			if r.Error != "" {
-				return "✗ " + r.Error, r.Output // an interrupted command keeps what it printed
-			}
-			code := r.ExitCode
-			if code == nil {
-				code = exitCode
-			}
-			line = "exit ?"
-			if code != nil {
-				line = fmt.Sprintf("exit %d", *code)
-			}
-			if r.TimedOut {
-				line += " (timed out)"
-			}
-			if r.DurationMS > 0 {
-				line += fmt.Sprintf(" · %d ms", r.DurationMS)
-			}
-			if r.Truncated {
-				line += " · output truncated"
-			}
-			return line, r.Output
+	o, _ := protocol.ToolCompletedPayload{Name: name, OK: ok, ExitCode: exitCode, Result: result}.Outcome()
+	switch {
+	case o.Error != nil:
+		return "✗ " + o.Error.Error, o.Error.Output // an interrupted command keeps what it printed
+	case o.Terminal != nil:
+		r := o.Terminal
+		line = fmt.Sprintf("exit %d", r.ExitCode)
+		if r.TimedOut {
+			line += " (timed out)"
 		}
-	case "clarify":
-		var r clarifyResult
-		if json.Unmarshal(result, &r) == nil {
-			if r.Error != "" {
-				return "✗ " + r.Error, ""
-			}
-			if r.TimedOut {
-				return "no answer (timed out)", ""
-			}
-			var ans []string
-			for _, x := range r.Responses {
-				if x.Answer != nil {
-					ans = append(ans, fmt.Sprint(answerText(x.Answer)))
-				}
-			}
-			return "answered: " + strings.Join(ans, "; "), ""
+		if r.DurationMS > 0 {
+			line += fmt.Sprintf(" · %d ms", r.DurationMS)
 		}
-	}
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(result, &e) == nil && e.Error != "" {
-		return "✗ " + e.Error, ""
+		if r.Truncated {
+			line += " · output truncated"
+		}
+		return line, r.Output
+	case o.Clarify != nil:
+		if o.Clarify.TimedOut {
+			return "no answer (timed out)", ""
+		}
+		var ans []string
+		for _, x := range o.Clarify.Responses {
+			if x.Answer != nil {
+				ans = append(ans, fmt.Sprint(answerText(x.Answer)))
+			}
+		}
+		return "answered: " + strings.Join(ans, "; "), ""
 	}
 	if ok {
 		return "ok", ""
@@ -281,3 +251,11 @@ func (s style) red(t string) string    { return s.wrap("31", t) }
 func (s style) green(t string) string  { return s.wrap("32", t) }
 func (s style) yellow(t string) string { return s.wrap("33", t) }
 func (s style) cyan(t string) string   { return s.wrap("36", t) }
+
+// parseCalls reads a message's tool_calls ([{id, name, arguments}]); none
+// when it has none or they do not parse.
+func parseCalls(raw []byte) []toolCall {
+	var calls []toolCall
+	json.Unmarshal(raw, &calls)
+	return calls
+}

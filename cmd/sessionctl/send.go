@@ -108,8 +108,7 @@ prints a note on stderr for each with the exact command to answer it.`,
 		} else if !validInputID(inputID) {
 			return usageError("--input-id %q: must be 1-128 characters of [A-Za-z0-9._:-]", inputID)
 		}
-		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor,
-			msgs: map[int64]protocol.Message{}}
+		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor}
 		return s.run(ctx)
 	})
 	return cmd
@@ -124,13 +123,12 @@ type sender struct {
 	reconnectFor time.Duration
 
 	admissionID string
-	receipt     *protocol.Receipt
-	turnError   string
-	msgs        map[int64]protocol.Message // assistant messages of the admission, by id
-	lastSeq     int64                      // -1 before the first snapshot
-	finished    bool
-	warned      bool            // about waiting behind an unknown admission
-	noted       map[string]bool // prompts of the turn already pointed out on stderr
+	// sessionView follows the admission (reduce.go, shared with attach):
+	// its receipt, assistant messages, turn error and whether it finished.
+	sessionView
+	lastSeq int64           // -1 before the first snapshot
+	warned  bool            // about waiting behind an unknown admission
+	noted   map[string]bool // prompts of the turn already pointed out on stderr
 }
 
 // errLost means the connection ended before the turn settled.
@@ -187,7 +185,7 @@ func (s *sender) explain(ctx context.Context, err error) error {
 	}
 	where := "the turn continues in the daemon"
 	switch {
-	case s.admissionID != "" && s.receipt != nil && s.receipt.Status == "queued":
+	case s.admissionID != "" && s.receipt != nil && s.receipt.Status == protocol.StatusQueued:
 		// interrupt would stop whatever runs now, not this input.
 		where = fmt.Sprintf("the input stays queued in the daemon (admission %s; withdraw it with `sessionctl cancel %s %s`)", s.admissionID, s.sessionID, s.admissionID)
 	case s.admissionID != "":
@@ -248,13 +246,14 @@ func (s *sender) session(ctx context.Context, c *rpc.Client) error {
 		break
 	}
 	s.admissionID = r.AdmissionID
-	s.setReceipt(r)
-	if r.Status == "queued" && r.Reason == "unknown" && !s.warned {
+	s.follow = r.AdmissionID
+	s.sessionView = s.withReceipt(r)
+	if r.Status == protocol.StatusQueued && r.Reason == protocol.WaitUnknown && !s.warned {
 		s.warned = true
 		fmt.Fprintf(s.app.stderr, "sessionctl: note: input %s waits behind an admission left unknown by a daemon crash; it runs once an operator resolves that one (sessionctl pending %s)\n", s.inputID, s.sessionID)
 	}
 	for _, m := range snap.Messages {
-		s.addMessage(m)
+		s.sessionView = s.withMessage(m)
 	}
 	for _, p := range snap.Prompts {
 		if p.AdmissionID == s.admissionID {
@@ -306,61 +305,14 @@ func (s *sender) lostOr(c *rpc.Client, err error) error {
 	return err
 }
 
-func (s *sender) setReceipt(r protocol.Receipt) {
-	if s.receipt != nil && s.receipt.Status == "terminal" {
-		return
-	}
-	s.receipt = &r
-	if r.Status == "terminal" || r.Status == "unknown" {
-		s.finished = true
-	}
-}
-
-func (s *sender) addMessage(m protocol.Message) {
-	if m.AdmissionID == s.admissionID && m.Role == "assistant" {
-		s.msgs[m.ID] = m
-	}
-}
-
+// apply folds an event into the view (reduce) and notes on stderr each
+// prompt its admission opens.
 func (s *sender) apply(ev protocol.Event) {
-	if ev.AdmissionID != s.admissionID {
-		return
-	}
-	switch ev.Type {
-	case "message.completed":
-		var p struct {
-			Message protocol.Message `json:"message"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil {
-			s.addMessage(p.Message)
-		}
-	case "admission.updated":
-		var r protocol.Receipt
-		if json.Unmarshal(ev.Payload, &r) == nil {
-			s.setReceipt(r)
-		}
-	case "prompt.opened":
-		var p struct {
-			Prompt protocol.Prompt `json:"prompt"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil {
+	var changes []change
+	s.sessionView, changes = reduce(s.sessionView, ev)
+	for _, c := range changes {
+		if p, ok := c.(promptOpened); ok && p.Admission == s.admissionID {
 			s.notePrompt(p.Prompt)
-		}
-	case "turn.completed":
-		var p struct {
-			Outcome protocol.Outcome `json:"outcome"`
-			Error   string           `json:"error"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil {
-			s.turnError = p.Error
-			if s.receipt == nil || s.receipt.Status != "terminal" {
-				r := protocol.Receipt{AdmissionID: s.admissionID, SessionID: s.sessionID, InputID: s.inputID, Status: "terminal", Outcome: &p.Outcome, Error: p.Error}
-				if s.receipt != nil {
-					r.Seq, r.ExecutionGeneration, r.Duplicate = s.receipt.Seq, s.receipt.ExecutionGeneration, s.receipt.Duplicate
-				}
-				s.receipt = &r
-			}
-			s.finished = true
 		}
 	}
 }
@@ -377,12 +329,11 @@ func (s *sender) notePrompt(p protocol.Prompt) {
 	s.noted[p.PromptID] = true
 	var how string
 	switch p.Kind {
-	case "approval":
-		var ap approvalPayload
-		json.Unmarshal(p.Payload, &ap)
+	case protocol.KindApproval:
+		ap := approvalOf(p)
 		var others []string
 		for _, c := range ap.offered() {
-			if c != "once" {
+			if c != string(protocol.ChoiceOnce) {
 				others = append(others, c)
 			}
 		}
@@ -395,9 +346,8 @@ func (s *sender) notePrompt(p protocol.Prompt) {
 				how += "; justification: " + visibleLine(ap.Justification)
 			}
 		}
-	case "clarify":
-		var c clarifyPayload
-		json.Unmarshal(p.Payload, &c)
+	case protocol.KindClarify:
+		c := clarifyOf(p)
 		answer, more := "'YOUR ANSWER'", ""
 		switch {
 		case len(c.Questions) > 1:
@@ -410,7 +360,7 @@ func (s *sender) notePrompt(p protocol.Prompt) {
 	default:
 		how = fmt.Sprintf("the turn waits on prompt %s (%s)", p.PromptID, p.Kind)
 	}
-	if p.Kind != "approval" { // an approval's note is one line already, its command shown exactly
+	if p.Kind != protocol.KindApproval { // an approval's note is one line already, its command shown exactly
 		how = oneLine(how)
 	}
 	fmt.Fprintf(s.app.stderr, "sessionctl: note: %s\n", how)
@@ -418,13 +368,13 @@ func (s *sender) notePrompt(p protocol.Prompt) {
 
 // reply is the text of the turn's last assistant message with content.
 func (s *sender) reply() string {
-	ids := make([]int64, 0, len(s.msgs))
-	for id := range s.msgs {
+	ids := make([]int64, 0, len(s.replies))
+	for id := range s.replies {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for i := len(ids) - 1; i >= 0; i-- {
-		if c := s.msgs[ids[i]].Content; strings.TrimSpace(c) != "" {
+		if c := s.replies[ids[i]].Content; strings.TrimSpace(c) != "" {
 			return c
 		}
 	}
@@ -433,8 +383,8 @@ func (s *sender) reply() string {
 
 func (s *sender) report() error {
 	r := s.receipt
-	outcome, errText := "unknown", ""
-	if r.Status == "terminal" {
+	outcome, errText := string(protocol.StatusUnknown), "" // send's outcome: a terminal outcome, or unknown
+	if r.Status == protocol.StatusTerminal {
 		outcome = deref(r.Outcome)
 		errText = r.Error
 		if errText == "" {
@@ -451,11 +401,11 @@ func (s *sender) report() error {
 		fmt.Fprintln(s.app.stdout, strings.TrimRight(reply, "\n"))
 	}
 	switch outcome {
-	case "completed":
+	case string(protocol.OutcomeCompleted):
 		return nil
-	case "unknown":
+	case string(protocol.StatusUnknown):
 		return fail(exitFailed, "the daemon stopped while admission %s ran; its outcome is unknown and it holds the queue — decide with `%s`", s.admissionID, s.app.cmdline("resolve", s.sessionID, s.admissionID))
-	case "cancelled":
+	case string(protocol.OutcomeCancelled):
 		return fail(exitFailed, "input %s was cancelled before it ran", s.inputID)
 	}
 	if errText != "" && errText != outcome {

@@ -51,23 +51,14 @@ type (
 // (the command has not started), otherwise "running".
 func (m *tuiModel) toolState(toolCallID string) string {
 	for _, p := range m.prompts {
-		var pl struct {
-			ToolCallID string `json:"tool_call_id"`
-		}
-		if json.Unmarshal(p.Payload, &pl) == nil && pl.ToolCallID != "" && pl.ToolCallID == toolCallID {
-			if p.Kind == "approval" {
+		if id := promptToolCallID(p); id != "" && id == toolCallID {
+			if p.Kind == protocol.KindApproval {
 				return "waiting for approval"
 			}
 			return "waiting for an answer"
 		}
 	}
 	return "running"
-}
-
-// toolView is a tool call in progress.
-type toolView struct {
-	id, name, summary string
-	out               string // the output so far (tail-bounded)
 }
 
 // outItem is a submitted line that has no receipt yet.
@@ -98,22 +89,15 @@ type tuiModel struct {
 	connected bool
 	connNote  string
 
-	running     string
-	runningGen  int64
-	pending     []protocol.Receipt // non-terminal admissions, by seq
-	seenAdm     map[string]bool
-	senders     map[string]*protocol.Sender // by admission id: who submitted it
-	texts       map[string]string           // admission id or input id -> text
-	toldUnknown map[string]bool             // unknown admissions already reported
+	// sessionView is the session as its snapshot and events tell it
+	// (reduce.go, shared with send).
+	sessionView
+	texts       map[string]string // admission id or input id -> text
+	toldUnknown map[string]bool   // unknown admissions already reported
 
-	streamAdm string
-	stream    string
-	tools     []*toolView
-	callNames map[string]string          // tool_call_id -> tool name (transcript)
 	approvals map[string]*approvalRecord // tool_call_id -> its approval, from the replayed events
 
-	prompts []protocol.Prompt
-	clar    *clarifyState
+	clar *clarifyState
 
 	input  []rune
 	cursor int
@@ -133,7 +117,7 @@ type tuiModel struct {
 
 func newTUI(l *link, snap protocol.Snapshot, pid, history int) *tuiModel {
 	m := &tuiModel{l: l, st: newStyle(), history: history, sessionID: snap.SessionID, pid: pid,
-		seenAdm: map[string]bool{}, senders: map[string]*protocol.Sender{}, texts: map[string]string{}, callNames: map[string]string{}, toldUnknown: map[string]bool{}}
+		texts: map[string]string{}, toldUnknown: map[string]bool{}}
 	title := ""
 	if snap.Title != "" {
 		title = fmt.Sprintf(" %q", snap.Title)
@@ -236,7 +220,7 @@ func (m *tuiModel) update(msg tea.Msg) tea.Cmd {
 		return m.sendOutbox()
 	case respondDoneMsg:
 		switch {
-		case msg.err == nil && msg.r.Status == "already_resolved":
+		case msg.err == nil && msg.r.Status == protocol.AlreadyResolved:
 			return m.setNotice("that prompt was already answered; the first answer stands")
 		case msg.err == nil:
 			return m.setNotice(msg.what + " sent")
@@ -279,8 +263,7 @@ func (m *tuiModel) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if p := m.activeApproval(); p != nil {
-		var a approvalPayload
-		json.Unmarshal(p.Payload, &a)
+		a := approvalOf(*p)
 		var keys []string
 		for _, c := range a.offered() { // only the choices this prompt offers
 			if strings.ToLower(k.Text) == c[:1] {
@@ -462,10 +445,7 @@ func (m *tuiModel) submitDone(msg submitDoneMsg) tea.Cmd {
 		text := m.outbox[idx].text
 		m.outbox = append(m.outbox[:idx], m.outbox[idx+1:]...)
 		m.texts[msg.r.AdmissionID] = text
-		if !m.seenAdm[msg.r.AdmissionID] && msg.r.Status != "terminal" {
-			m.seenAdm[msg.r.AdmissionID] = true
-			m.upsertPending(msg.r)
-		}
+		m.sessionView = m.sessionView.admitted(msg.r)
 		return nil
 	}
 	m.outbox[idx].inflight = false
@@ -488,7 +468,7 @@ func (m *tuiModel) submitDone(msg submitDoneMsg) tea.Cmd {
 // --- prompts ----------------------------------------------------------------
 
 func (m *tuiModel) activeApproval() *protocol.Prompt {
-	if len(m.prompts) > 0 && m.prompts[0].Kind == "approval" {
+	if len(m.prompts) > 0 && m.prompts[0].Kind == protocol.KindApproval {
 		return &m.prompts[0]
 	}
 	return nil
@@ -515,7 +495,7 @@ func (m *tuiModel) approve(p protocol.Prompt, choice string) tea.Cmd {
 // A line being typed is put aside while the prompt takes the input, and
 // comes back afterwards.
 func (m *tuiModel) syncClarify() {
-	if len(m.prompts) == 0 || m.prompts[0].Kind != "clarify" {
+	if len(m.prompts) == 0 || m.prompts[0].Kind != protocol.KindClarify {
 		if m.clar != nil {
 			m.input, m.draft = m.draft, nil
 			m.cursor = len(m.input)
@@ -530,8 +510,7 @@ func (m *tuiModel) syncClarify() {
 	if m.clar == nil {
 		m.draft, m.input, m.cursor = m.input, nil, 0
 	}
-	var pl clarifyPayload
-	json.Unmarshal(p.Payload, &pl)
+	pl := clarifyOf(p)
 	if len(pl.Questions) == 0 {
 		pl.Questions = []clarifyQuestion{{Question: "(no question given)"}}
 	}
@@ -606,23 +585,15 @@ func clarifyAnswer(q clarifyQuestion, text string) any {
 
 // adopt takes the authoritative state of a snapshot.
 func (m *tuiModel) adopt(snap protocol.Snapshot) {
-	m.pending = nil
 	for _, r := range snap.Pending {
-		m.seenAdm[r.AdmissionID] = true
 		if r.Text != "" {
 			m.texts[r.AdmissionID] = r.Text
 		}
-		m.upsertPending(r)
 	}
-	m.running, m.runningGen = "", 0
-	if snap.Running != nil {
-		m.running, m.runningGen = *snap.Running, snap.ExecutionGeneration
-	}
-	m.prompts = append([]protocol.Prompt(nil), snap.Prompts...)
+	m.sessionView = m.sessionView.adopt(snap)
 	m.syncClarify()
-	m.stream, m.tools = "", nil
 	for _, r := range m.pending {
-		if r.Status == "unknown" {
+		if r.Status == protocol.StatusUnknown {
 			m.tellUnknown(r)
 		}
 	}
@@ -655,38 +626,6 @@ func (m *tuiModel) tellUnknown(r protocol.Receipt) {
 	m.print(m.st.red(fmt.Sprintf("! input #%d is unknown: the daemon stopped while it ran; it holds the queue until an operator runs: %s", r.Seq, m.l.app.cmdline("resolve", m.sessionID, r.AdmissionID))))
 }
 
-func (m *tuiModel) upsertPending(r protocol.Receipt) {
-	for i := range m.pending {
-		if m.pending[i].AdmissionID == r.AdmissionID {
-			if r.Text == "" {
-				r.Text = m.pending[i].Text
-			}
-			m.pending[i] = r
-			return
-		}
-	}
-	// keep seq order
-	at := len(m.pending)
-	for i := range m.pending {
-		if m.pending[i].Seq > r.Seq {
-			at = i
-			break
-		}
-	}
-	m.pending = append(m.pending, protocol.Receipt{})
-	copy(m.pending[at+1:], m.pending[at:])
-	m.pending[at] = r
-}
-
-func (m *tuiModel) removePending(id string) {
-	for i := range m.pending {
-		if m.pending[i].AdmissionID == id {
-			m.pending = append(m.pending[:i], m.pending[i+1:]...)
-			return
-		}
-	}
-}
-
 func (m *tuiModel) textOf(r protocol.Receipt) string {
 	if t := m.texts[r.AdmissionID]; t != "" {
 		return t
@@ -700,217 +639,91 @@ func (m *tuiModel) textOf(r protocol.Receipt) string {
 	return "(input " + r.InputID + ")"
 }
 
+// apply folds an event into the view (reduce) and prints what changed.
 func (m *tuiModel) apply(ev protocol.Event) {
-	switch ev.Type {
-	case "admission.updated":
-		var r protocol.Receipt
-		if json.Unmarshal(ev.Payload, &r) != nil {
-			return
-		}
-		m.seenAdm[r.AdmissionID] = true
-		if r.Sender != nil {
-			m.senders[r.AdmissionID] = r.Sender
-		}
+	var changes []change
+	m.sessionView, changes = reduce(m.sessionView, ev)
+	for _, c := range changes {
+		m.show(c)
+	}
+	m.syncClarify()
+}
+
+// show prints one change to the scrollback.
+func (m *tuiModel) show(c change) {
+	switch c := c.(type) {
+	case admissionChanged:
 		for i, it := range m.outbox {
-			if it.inputID == r.InputID {
-				m.texts[r.AdmissionID] = it.text
+			if it.inputID == c.Receipt.InputID {
+				m.texts[c.Receipt.AdmissionID] = it.text
 				m.outbox = append(m.outbox[:i], m.outbox[i+1:]...)
 				break
 			}
 		}
-		switch r.Status {
-		case "terminal":
-			m.removePending(r.AdmissionID)
-			if deref(r.Outcome) == "cancelled" {
-				m.print(m.st.dim(fmt.Sprintf("· input #%d cancelled: %s", r.Seq, clip(oneLine(m.textOf(r)), 60))))
-			}
-		case "unknown":
-			m.upsertPending(r)
-			m.tellUnknown(r)
-		default:
-			m.upsertPending(r)
-		}
-	case "turn.started":
-		var p struct {
-			Text   string           `json:"text"`
-			Sender *protocol.Sender `json:"sender"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		if p.Sender == nil {
-			p.Sender = m.senders[ev.AdmissionID]
-		}
-		m.running = ev.AdmissionID
-		if ev.ExecutionGeneration != nil {
-			m.runningGen = *ev.ExecutionGeneration
-		}
-		m.stream, m.streamAdm, m.tools = "", ev.AdmissionID, nil
+	case inputCancelled:
+		m.print(m.st.dim(fmt.Sprintf("· input #%d cancelled: %s", c.Receipt.Seq, clip(oneLine(m.textOf(c.Receipt)), 60))))
+	case inputUnknown:
+		m.tellUnknown(c.Receipt)
+	case turnStarted:
 		m.lastCtrlC, m.notice = time.Time{}, ""
-		m.print(m.st.cyan(userPrefix(p.Sender)) + p.Text)
-	case "message.delta":
-		var p struct {
-			Text string `json:"text"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		if ev.AdmissionID != m.streamAdm {
-			m.stream, m.streamAdm = "", ev.AdmissionID
-		}
-		m.stream += p.Text
-	case "message.completed":
-		var p struct {
-			Message protocol.Message `json:"message"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		m.stream = ""
-		if p.Message.Role == "assistant" {
-			m.rememberCalls(p.Message.ToolCalls)
-			if strings.TrimSpace(p.Message.Content) != "" {
-				m.print(m.st.green("assistant › ") + strings.TrimRight(p.Message.Content, "\n"))
-			}
-		}
-	case "tool.started":
-		var p struct {
-			ToolCallID string          `json:"tool_call_id"`
-			Name       string          `json:"name"`
-			Args       json.RawMessage `json:"args"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		tv := &toolView{id: p.ToolCallID, name: p.Name, summary: toolSummary(p.Name, p.Args)}
-		m.tools = append(m.tools, tv)
-		m.print(m.st.yellow("⚙ "+p.Name+" ") + tv.summary)
-	case "tool.output":
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-			Text       string `json:"text"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		for _, tv := range m.tools {
-			if tv.id == p.ToolCallID {
-				tv.out += p.Text
-				if len(tv.out) > 16<<10 {
-					tv.out = tv.out[len(tv.out)-8<<10:]
-				}
-			}
-		}
-	case "tool.completed":
-		var p struct {
-			ToolCallID string          `json:"tool_call_id"`
-			Name       string          `json:"name"`
-			OK         bool            `json:"ok"`
-			ExitCode   *int            `json:"exit_code"`
-			Result     json.RawMessage `json:"result"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		live := ""
-		for i, tv := range m.tools {
-			if tv.id == p.ToolCallID {
-				live = tv.out
-				m.tools = append(m.tools[:i], m.tools[i+1:]...)
-				break
-			}
-		}
-		line, out := resultSummary(p.Name, p.OK, p.ExitCode, p.Result)
-		if out == "" {
-			out = live // e.g. interrupted: the output seen live stays on screen
-		}
-		for _, l := range tailLines(out, 5) {
+		m.print(m.st.cyan(userPrefix(c.Sender)) + c.Text)
+	case assistantSaid:
+		m.print(m.st.green("assistant › ") + strings.TrimRight(c.Content, "\n"))
+	case toolStarted:
+		m.print(m.st.yellow("⚙ "+c.Name+" ") + c.Summary)
+	case toolEnded:
+		for _, l := range tailLines(c.Output, 5) {
 			m.print(m.st.dim("  │ ") + l)
 		}
-		if p.OK {
-			m.print(m.st.green("  ↳ ") + line)
+		if c.OK {
+			m.print(m.st.green("  ↳ ") + c.Line)
 		} else {
-			m.print(m.st.red("  ↳ " + line))
+			m.print(m.st.red("  ↳ " + c.Line))
 		}
-	case "prompt.opened":
-		var p struct {
-			Prompt protocol.Prompt `json:"prompt"`
-		}
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			return
-		}
-		for _, q := range m.prompts {
-			if q.PromptID == p.Prompt.PromptID {
-				return
-			}
-		}
-		m.prompts = append(m.prompts, p.Prompt)
-		m.syncClarify()
-	case "prompt.closed":
-		var p struct {
-			PromptID   string            `json:"prompt_id"`
-			Resolution string            `json:"resolution"`
-			Response   json.RawMessage   `json:"response"`
-			AnsweredBy map[string]string `json:"answered_by"`
-		}
-		json.Unmarshal(ev.Payload, &p)
+	case promptClosed:
+		p := c.Closed
 		by := ""
-		if p.AnsweredBy["client"] != "" {
-			by = " (by " + p.AnsweredBy["client"] + ", connection " + p.AnsweredBy["conn"] + ")"
+		if p.AnsweredBy != nil && p.AnsweredBy.Client != "" {
+			by = " (by " + p.AnsweredBy.Client + ", connection " + p.AnsweredBy.Conn + ")"
 		}
-		kind := "prompt"
-		for i, q := range m.prompts {
-			if q.PromptID == p.PromptID {
-				kind = string(q.Kind)
-				m.prompts = append(m.prompts[:i], m.prompts[i+1:]...)
-				break
-			}
-		}
-		m.syncClarify()
 		switch p.Resolution {
-		case "answered":
-			var r struct {
-				Choice string `json:"choice"`
-				Answer any    `json:"answer"`
+		case protocol.ResolutionAnswered:
+			if ch := p.Choice(); ch != "" {
+				m.print(m.st.dim("  · " + c.Kind + ": " + string(ch) + by))
+			} else if a := p.Answer(); a != nil {
+				m.print(m.st.dim("  · " + c.Kind + " answered: " + answerText(a) + by))
 			}
-			json.Unmarshal(p.Response, &r)
-			if r.Choice != "" {
-				m.print(m.st.dim("  · " + kind + ": " + r.Choice + by))
-			} else if r.Answer != nil {
-				m.print(m.st.dim("  · " + kind + " answered: " + answerText(r.Answer) + by))
-			}
-		case "timed_out":
-			m.print(m.st.yellow("  · " + kind + " timed out (no answer counts as deny)"))
+		case protocol.ResolutionTimedOut:
+			m.print(m.st.yellow("  · " + c.Kind + " timed out (no answer counts as deny)"))
 		default:
-			m.print(m.st.dim("  · " + kind + " closed: " + p.Resolution))
+			m.print(m.st.dim("  · " + c.Kind + " closed: " + string(p.Resolution)))
 		}
-	case "turn.completed":
-		var p struct {
-			Outcome string `json:"outcome"`
-			Error   string `json:"error"`
-		}
-		json.Unmarshal(ev.Payload, &p)
-		if m.stream != "" && ev.AdmissionID == m.streamAdm {
-			m.print(m.st.green("assistant › ") + m.stream + m.st.dim(" …(cut off)"))
-		}
-		m.stream, m.tools = "", nil
-		if m.running == ev.AdmissionID {
-			m.running, m.runningGen = "", 0
+	case turnEnded:
+		if c.CutStream != "" {
+			m.print(m.st.green("assistant › ") + c.CutStream + m.st.dim(" …(cut off)"))
 		}
 		m.lastCtrlC, m.notice = time.Time{}, ""
-		switch p.Outcome {
-		case "completed":
+		switch c.Outcome {
+		case protocol.OutcomeCompleted:
 			m.print(m.st.dim("── turn completed ──"))
-		case "interrupted":
-			m.print(m.st.yellow("── turn interrupted" + suffix(p.Error) + " ──"))
+		case protocol.OutcomeInterrupted:
+			m.print(m.st.yellow("── turn interrupted" + suffix(c.Error) + " ──"))
 		default:
-			m.print(m.st.red("── turn " + p.Outcome + suffix(p.Error) + " ──"))
+			m.print(m.st.red("── turn " + string(c.Outcome) + suffix(c.Error) + " ──"))
 		}
 	}
 }
 
 func suffix(e string) string {
-	if e == "" || e == "interrupted" {
+	if e == "" || e == string(protocol.OutcomeInterrupted) {
 		return ""
 	}
 	return ": " + oneLine(e)
 }
 
 func (m *tuiModel) rememberCalls(raw json.RawMessage) []toolCall {
-	var calls []toolCall
-	json.Unmarshal(raw, &calls)
-	for _, c := range calls {
-		m.callNames[c.ID] = c.Name
-	}
-	return calls
+	m.callNames = withCalls(m.callNames, raw)
+	return parseCalls(raw)
 }
 
 func (m *tuiModel) printTranscript(msgs []protocol.Message) {
@@ -919,14 +732,14 @@ func (m *tuiModel) printTranscript(msgs []protocol.Message) {
 		start = len(msgs) - m.history
 		m.print(m.st.dim(fmt.Sprintf("… %d earlier messages not shown (--history 0 shows all)", start)))
 	}
-	for _, c := range m.collectCalls(msgs[:start]) {
-		m.callNames[c.ID] = c.Name
+	for _, msg := range msgs[:start] {
+		m.callNames = withCalls(m.callNames, msg.ToolCalls)
 	}
 	for _, msg := range msgs[start:] {
 		switch msg.Role {
-		case "user":
+		case protocol.RoleUser:
 			m.print(m.st.cyan(userPrefix(msg.Sender)) + msg.Content)
-		case "assistant":
+		case protocol.RoleAssistant:
 			calls := m.rememberCalls(msg.ToolCalls)
 			if strings.TrimSpace(msg.Content) != "" {
 				m.print(m.st.green("assistant › ") + strings.TrimRight(msg.Content, "\n"))
@@ -937,7 +750,7 @@ func (m *tuiModel) printTranscript(msgs []protocol.Message) {
 					m.print(m.st.dim("  · " + approvalLine(*ap)))
 				}
 			}
-		case "tool":
+		case protocol.RoleTool:
 			if !json.Valid([]byte(msg.Content)) {
 				m.print(m.st.dim("  ↳ " + oneLine(msg.Content)))
 				continue
@@ -949,23 +762,13 @@ func (m *tuiModel) printTranscript(msgs []protocol.Message) {
 				}
 			}
 			m.print(m.st.dim("  ↳ " + line))
-		case "boundary":
+		case protocol.RoleBoundary:
 			m.print(m.st.yellow("── " + oneLine(msg.Content) + " ──"))
 		}
 	}
 	if len(msgs) > 0 {
 		m.print(m.st.dim("── live ──"))
 	}
-}
-
-func (m *tuiModel) collectCalls(msgs []protocol.Message) []toolCall {
-	var out []toolCall
-	for _, msg := range msgs {
-		var calls []toolCall
-		json.Unmarshal(msg.ToolCalls, &calls)
-		out = append(out, calls...)
-	}
-	return out
 }
 
 // --- view -------------------------------------------------------------------
@@ -1000,13 +803,13 @@ func (m *tuiModel) View() tea.View {
 	}
 	for _, r := range m.pending {
 		switch r.Status {
-		case "queued":
+		case protocol.StatusQueued:
 			why := ""
 			if r.Reason != "" {
 				why = " (waits: " + string(r.Reason) + ")"
 			}
 			lines = append(lines, fit(m.st.dim(fmt.Sprintf("queued #%d%s: ", r.Seq, why))+oneLine(m.textOf(r))))
-		case "unknown":
+		case protocol.StatusUnknown:
 			lines = append(lines, fit(m.st.red(fmt.Sprintf("unknown #%d: ", r.Seq))+oneLine(m.textOf(r))+
 				m.st.dim(" — resolve: "+m.l.app.cmdline("resolve", m.sessionID, r.AdmissionID))))
 		}
@@ -1039,10 +842,9 @@ func (m *tuiModel) promptBox(w int) []string {
 	p := m.prompts[0]
 	var out []string
 	switch p.Kind {
-	case "approval":
-		var a approvalPayload
-		json.Unmarshal(p.Payload, &a)
-		out = append(out, fit(m.st.yellow("┌ approval needed")+m.st.dim(" ("+a.Risk+")")))
+	case protocol.KindApproval:
+		a := approvalOf(p)
+		out = append(out, fit(m.st.yellow("┌ approval needed")+m.st.dim(" ("+string(a.Risk)+")")))
 		// Whole fields, wrapped, never cut, control characters and escape
 		// sequences made visible: what is approved is what runs.
 		field := func(name, value string, style func(string) string) {
@@ -1069,7 +871,7 @@ func (m *tuiModel) promptBox(w int) []string {
 			keys = append(keys, m.st.bold("["+c[:1]+"]")+" "+c)
 		}
 		out = append(out, fit(m.st.yellow("└ ")+strings.Join(keys, "  ")))
-	case "clarify":
+	case protocol.KindClarify:
 		cs := m.clar
 		if cs == nil {
 			return nil
@@ -1110,7 +912,7 @@ func (m *tuiModel) statusLine() string {
 	}
 	held := false
 	for _, r := range m.pending {
-		held = held || r.Status == "unknown"
+		held = held || r.Status == protocol.StatusUnknown
 	}
 	switch {
 	case !m.connected:
@@ -1134,8 +936,7 @@ func (m *tuiModel) inputLine(w int) (prefix, text string, cursorX int) {
 	if m.clar != nil {
 		prefix, plain = m.st.yellow("answer> "), 8
 	} else if p := m.activeApproval(); p != nil {
-		var a approvalPayload
-		json.Unmarshal(p.Payload, &a)
+		a := approvalOf(*p)
 		var keys []string
 		for _, c := range a.offered() {
 			keys = append(keys, c[:1])

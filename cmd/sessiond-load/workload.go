@@ -346,20 +346,21 @@ func (c *client) onEvent(ev protocol.Event) {
 	if s := c.byID[ev.SessionID]; s != nil && ev.Seq != nil && *ev.Seq > s.lastSeq {
 		s.lastSeq = *ev.Seq
 	}
-	if ev.Type != "turn.completed" || ev.AdmissionID == "" {
+	var p protocol.TurnCompletedPayload
+	if ev.Type == protocol.EventTurnCompleted {
+		if pl, err := ev.Decode(); err == nil {
+			p, _ = pl.(protocol.TurnCompletedPayload)
+		}
+	}
+	if ev.Type != protocol.EventTurnCompleted || ev.AdmissionID == "" {
 		c.mu.Unlock()
 		return
 	}
-	var p struct {
-		Outcome string `json:"outcome"`
-		Error   string `json:"error"`
-	}
-	json.Unmarshal(ev.Payload, &p)
 	due, ok := c.pending[ev.AdmissionID]
 	if ok {
 		delete(c.pending, ev.AdmissionID)
 		c.mu.Unlock()
-		c.r.st.turnEnded(p.Outcome, p.Error, due)
+		c.r.st.turnEnded(string(p.Outcome), p.Error, due)
 		return
 	}
 	// Another client's turn on a shared session, a replay, or (rarely) a
@@ -367,7 +368,7 @@ func (c *client) onEvent(ev protocol.Event) {
 	if len(c.early) > 10000 {
 		clear(c.early)
 	}
-	c.early[ev.AdmissionID] = turnEnd{p.Outcome, p.Error}
+	c.early[ev.AdmissionID] = turnEnd{string(p.Outcome), p.Error}
 	c.mu.Unlock()
 }
 

@@ -117,7 +117,12 @@ func Document() ([]byte, error) {
 			"additionalProperties": false,
 		})
 	}
-	for _, v := range []any{protocol.ApprovalPayload{}, protocol.ClarifyPayload{}, protocol.Descriptor{}} {
+	// Shapes inside payloads: a prompt's payload by kind, prompt.closed's
+	// response by kind, and tool.completed's result (the terminal and
+	// clarify results, the error of a call that gave none).
+	for _, v := range []any{protocol.ApprovalPayload{}, protocol.ClarifyPayload{}, protocol.Descriptor{},
+		protocol.ApprovalResponse{}, protocol.ClarifyResponse{},
+		protocol.TerminalResult{}, protocol.ClarifyResult{}, protocol.ToolError{}} {
 		if _, err := add(v); err != nil {
 			return nil, err
 		}

@@ -157,3 +157,25 @@ func TestDocsMethodTable(t *testing.T) {
 	}
 	t.Fatalf("the method table of %s is stale: run `go test ./protocol/schema -run TestDocsMethodTable -update`; want\n%s", path, want)
 }
+
+// The shapes inside payloads have definitions that accept what the daemon
+// puts there: tool.completed's terminal and clarify results and the error
+// of a call that did not run, prompt.closed's responses.
+func TestSchemaDefinesToolResults(t *testing.T) {
+	cases := []struct{ def, good, bad string }{
+		{"TerminalResult", `{"exit_code":0,"output":"a\n","truncated":false,"total_bytes":2,"duration_ms":3,"sandbox":"workspace-write, network off"}`, `{"exit_code":0,"output":"a"}`},
+		{"ToolError", `{"error":"interrupted while running: x","exit_code":-1,"output":"o","truncated":false,"duration_ms":5}`, `{"exit_code":-1}`},
+		{"ClarifyResult", `{"responses":[{"question":"q","choices_offered":[],"answer":["a","b"]}],"timed_out":false}`, `{"responses":[{"question":"q"}]}`},
+		{"ApprovalResponse", `{"choice":"once"}`, `{"choice":"maybe"}`},
+		{"ClarifyResponse", `{"answer":"yes"}`, `{}`},
+	}
+	for _, c := range cases {
+		s := compile(t, "#/$defs/"+c.def)
+		if err := validate(t, s, c.good); err != nil {
+			t.Errorf("%s refused %s: %v", c.def, c.good, err)
+		}
+		if err := validate(t, s, c.bad); err == nil {
+			t.Errorf("%s accepted %s", c.def, c.bad)
+		}
+	}
+}
