@@ -101,7 +101,9 @@ func TestSessionctlAttach(t *testing.T) {
 	// A clarification answered with free text.
 	p.typeText("name a pet")
 	p.keys("Enter")
-	p.waitText("What is your pet called?")
+	// The question shows on the tool's line before the prompt opens: wait
+	// for the answer line, or the text goes to the input line.
+	p.waitText("What is your pet called?", "answer>")
 	p.typeText("Sir Fluffington")
 	p.keys("Enter")
 	p.waitText("clarify answered: Sir Fluffington", "assistant › Lovely name.")
