@@ -74,9 +74,10 @@ func List(q store.Queryer, f ListFilter) ([]Summary, error) {
 	return rows, err
 }
 
-// Counts are the store's figures of daemon.info.
+// Counts are the store's figures of daemon.info and of the metrics.
 type Counts struct {
 	Sessions int64 `db:"sessions"` // every session
+	Queued   int64 `db:"queued"`   // queued admissions, every session's
 	Held     int64 `db:"held"`     // sessions held by an unknown admission
 	Prompts  int64 `db:"prompts"`  // open prompts
 }
@@ -86,6 +87,7 @@ func CountAll(ctx context.Context, db *store.DB) (Counts, error) {
 	var c Counts
 	// The partial indexes need their WHERE terms repeated.
 	err := db.Get(ctx, &c, `SELECT (SELECT count(*) FROM sessions) AS sessions,
+		(SELECT count(*) FROM session_admissions WHERE status <> 'terminal' AND status = 'queued') AS queued,
 		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
 		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`)
 	return c, err

@@ -46,16 +46,20 @@ func TestSummariesAndCounts(t *testing.T) {
 	if err != nil || len(scoped) != 1 || scoped[0].SessionID != "s2" || scoped[0].Running != nil || scoped[0].PendingCount != 0 {
 		t.Fatalf("List(s2) = %+v, %v", scoped, err)
 	}
-	if c, err := admission.CountAll(ctx, e.db); err != nil || c != (admission.Counts{Sessions: 2}) {
+	if c, err := admission.CountAll(ctx, e.db); err != nil || c != (admission.Counts{Sessions: 2, Queued: 1}) {
 		t.Fatalf("CountAll = %+v, %v", c, err)
 	}
 
 	e.crash() // s1's started admission becomes unknown and holds it
-	if c, err := admission.CountAll(ctx, e.db); err != nil || c != (admission.Counts{Sessions: 2, Held: 1}) {
+	if c, err := admission.CountAll(ctx, e.db); err != nil || c != (admission.Counts{Sessions: 2, Queued: 1, Held: 1}) {
 		t.Fatalf("CountAll after the crash = %+v, %v", c, err)
 	}
 	if s, err := admission.SummaryOf(e.db.Reads(ctx), "s1"); err != nil || s.Running != nil || s.UnknownCount != 1 || s.PendingCount != 2 {
 		t.Fatalf("SummaryOf(s1) after the crash = %+v, %v", s, err)
+	}
+	e.admit("s2", "in-3", "three") // queued counts every session's
+	if c, err := admission.CountAll(ctx, e.db); err != nil || c != (admission.Counts{Sessions: 2, Queued: 2, Held: 1}) {
+		t.Fatalf("CountAll after an admission to s2 = %+v, %v", c, err)
 	}
 }
 
