@@ -149,7 +149,9 @@ func (d *Daemon) auditEvent(e store.Event) {
 			return
 		}
 		var cwd string
-		_ = d.db.Reads(context.Background()).Get(&cwd, `SELECT cwd FROM sessions WHERE session_id = ?`, e.SessionID)
+		if s, err := store.GetSession(d.db.Reads(context.Background()), e.SessionID); err == nil {
+			cwd = s.Cwd
+		}
 		d.audit().Info("tool command started", append(base, "tool_call_id", p.ToolCallID, "command", p.Command(), "cwd", cwd)...)
 	case protocol.ToolCompletedPayload:
 		o, ok := toolResult(p)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/store"
 )
@@ -92,18 +93,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
 		return
 	}
-	var n struct {
-		Queued  int64 `db:"queued"`
-		Held    int64 `db:"held"`
-		Prompts int64 `db:"prompts"`
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// The partial indexes need their WHERE terms repeated.
-	err := d.db.Get(ctx, &n, `SELECT
-		(SELECT count(*) FROM session_admissions WHERE status <> 'terminal' AND status = 'queued') AS queued,
-		(SELECT count(DISTINCT target_session_id) FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown') AS held,
-		(SELECT count(*) FROM prompts WHERE status = 'open') AS prompts`)
+	n, err := admission.CountAll(ctx, d.db)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
 		return

@@ -163,26 +163,18 @@ func (d *Daemon) authenticate(r *http.Request) (id identity, ok bool) {
 		return identity{}, false
 	}
 	h := hashSecret(tok)
-	var row struct {
-		ClientID  string         `db:"client_id"`
-		Label     string         `db:"label"`
-		Hash      string         `db:"token_hash"`
-		SessionID sql.NullString `db:"scope_session_id"`
-		ReadOnly  bool           `db:"read_only"`
-	}
-	if err := d.db.Get(r.Context(), &row, `SELECT client_id, label, token_hash, scope_session_id, read_only
-		FROM clients WHERE token_hash = ? AND revoked_at IS NULL`, h); err != nil {
+	row, err := store.ClientByTokenHash(d.db.Reads(r.Context()), h)
+	if err != nil {
 		if !errors.Is(err, sql.ErrNoRows) {
 			d.log.Warn("paired token lookup failed", "err", err)
 		}
 		return identity{}, false
 	}
-	if subtle.ConstantTimeCompare([]byte(row.Hash), []byte(h)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(row.TokenHash), []byte(h)) != 1 {
 		return identity{}, false
 	}
 	if err := d.db.InTx(r.Context(), func(tx *store.Tx) error {
-		_, err := tx.Exec(`UPDATE clients SET last_used_at = ? WHERE client_id = ?`, store.Now(), row.ClientID)
-		return err
+		return store.TouchClient(tx, row.ClientID, store.Now())
 	}); err != nil {
 		d.log.Warn("paired client last_used_at not recorded", "client_id", row.ClientID, "err", err)
 	}
@@ -253,13 +245,12 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, p protocol.Pairin
 	expires := store.FormatTime(now.Add(ttl))
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		// Expired codes are of no use: drop them as new ones are made.
-		if _, err := tx.Exec(`DELETE FROM pairing_codes WHERE used_at IS NULL AND expires_at < ?`, store.FormatTime(now)); err != nil {
+		if err := store.DeleteExpiredPairingCodes(tx, store.FormatTime(now)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO pairing_codes (code_hash, label, scope_session_id, read_only, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, hashSecret(normalizeCode(code)), p.Label,
-			sql.NullString{String: p.SessionID, Valid: p.SessionID != ""}, boolInt(p.ReadOnly), store.FormatTime(now), expires)
-		return err
+		return store.InsertPairingCode(tx, store.NewPairingCode{CodeHash: hashSecret(normalizeCode(code)), Label: p.Label,
+			SessionID: sql.NullString{String: p.SessionID, Valid: p.SessionID != ""}, ReadOnly: p.ReadOnly,
+			CreatedAt: store.FormatTime(now), ExpiresAt: expires})
 	})
 	if err != nil {
 		return protocol.PairingCodeResult{}, wireErr(err)
@@ -306,17 +297,10 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 	token := newToken()
 	out := protocol.PairResult{ClientID: "cli_" + uuid.Must(uuid.NewV7()).String(), Token: token}
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
-		var row struct {
-			Label     string         `db:"label"`
-			SessionID sql.NullString `db:"scope_session_id"`
-			ReadOnly  bool           `db:"read_only"`
-		}
 		now := store.Now()
 		// Single use: the code is claimed in the same statement that
 		// checks it, so two redemptions cannot both win.
-		err := tx.Get(&row, `UPDATE pairing_codes SET used_at = ?, client_id = ?
-			WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?
-			RETURNING label, scope_session_id, read_only`, now, out.ClientID, hashSecret(code), now)
+		row, err := store.UsePairingCode(tx, hashSecret(code), out.ClientID, now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errBadCode
 		} else if err != nil {
@@ -332,9 +316,8 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 				out.Label = name
 			}
 		}
-		_, err = tx.Exec(`INSERT INTO clients (client_id, label, token_hash, scope_session_id, read_only, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, out.ClientID, out.Label, hashSecret(token), row.SessionID, boolInt(row.ReadOnly), now)
-		return err
+		return store.InsertClient(tx, store.NewClient{ClientID: out.ClientID, Label: out.Label, TokenHash: hashSecret(token),
+			SessionID: row.SessionID, ReadOnly: row.ReadOnly, CreatedAt: now})
 	})
 	if err != nil {
 		if errors.Is(err, errBadCode) {
@@ -350,17 +333,8 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 // clientsList is clients.list (owner only): every paired client, newest
 // first, revoked ones included.
 func (d *Daemon) clientsList(ctx context.Context, c *rpc.Conn, p protocol.ClientsListParams) (protocol.ClientsList, error) {
-	var rows []struct {
-		ClientID   string         `db:"client_id"`
-		Label      string         `db:"label"`
-		SessionID  sql.NullString `db:"scope_session_id"`
-		ReadOnly   bool           `db:"read_only"`
-		CreatedAt  string         `db:"created_at"`
-		LastUsedAt sql.NullString `db:"last_used_at"`
-		RevokedAt  sql.NullString `db:"revoked_at"`
-	}
-	if err := d.db.Select(ctx, &rows, `SELECT client_id, label, scope_session_id, read_only, created_at, last_used_at, revoked_at
-		FROM clients ORDER BY created_at DESC, client_id DESC`); err != nil {
+	rows, err := store.ListClients(d.db.Reads(ctx))
+	if err != nil {
 		return protocol.ClientsList{}, wireErr(err)
 	}
 	out := protocol.ClientsList{Clients: make([]protocol.PairedClient, 0, len(rows))}
@@ -380,8 +354,7 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, p protocol.Clie
 		return protocol.RevokeResult{}, err
 	}
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
-		var id string
-		err := tx.Get(&id, `UPDATE clients SET revoked_at = coalesce(revoked_at, ?) WHERE client_id = ? RETURNING client_id`, store.Now(), p.ClientID)
+		err := store.RevokeClient(tx, p.ClientID, store.Now())
 		if errors.Is(err, sql.ErrNoRows) {
 			return protocol.Errorf(protocol.ReasonNotFound, "no paired client %s (see clients.list)", p.ClientID)
 		}
@@ -518,13 +491,4 @@ func hostOnly(addr string) string {
 		return h
 	}
 	return addr
-}
-
-// boolInt is the 0/1 of the INTEGER flag columns (read_only), which are
-// integers on both drivers.
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
