@@ -19,6 +19,9 @@
 // environment to ErrUnavailable (Classify).
 //
 // It must not know about sessions' FIFOs, prompts or the wire: callers pass
-// SQL. Table names and columns that operators rely on are fixed by PROTOCOL.md
-// section 9 and documented in docs/protocol.md.
+// SQL, or use the row functions of the tables no room above owns
+// (sessions.go: session rows; clients.go: pairing codes and paired
+// clients), which read and write rows and decide nothing. Table names and
+// columns that operators rely on are fixed by PROTOCOL.md section 9 and
+// documented in docs/protocol.md.
 package store
