@@ -90,7 +90,7 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	}
 	if res.Reply != nil {
 		// The final answer is written by the settle transaction (fenced by
-		// its guarded UPDATE), one commit fewer per turn.
+		// its guarded update), one commit fewer per turn.
 		reply := *res.Reply
 		out.Finish = func(tx *store.Tx) error { return appendAssistant(tx, turn, reply, nil) }
 	}
