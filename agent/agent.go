@@ -349,7 +349,7 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 // the session's sandbox or not; !ok: ev holds the result saying why not.
 func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, callID string, args tools.TerminalArgs) (confined, ok bool) {
 	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome,
-		WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
+		Cwd: s.Cwd, WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
 	in := DecisionInput{ApprovalMode: r.Config.ApprovalMode, Command: args.Command, Risk: cls,
 		SandboxUnavailable: s.SandboxUnavailable, Escalated: args.SandboxPermissions == tools.SandboxEscalated, Justification: args.Justification}
 	if s.Sandbox != nil {

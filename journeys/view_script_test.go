@@ -2,8 +2,10 @@ package journeys
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/fixtures"
@@ -59,3 +61,42 @@ func TestViewScriptWrittenThenRunAsks(t *testing.T) {
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestViewRelativePathIntoHomeAsks: with sandbox mode off the classifier
+// is the only wall, and a relative path into the daemon's home from a
+// session whose cwd contains it (make run's ./.home) was rated safe: "cat
+// .h/daemon.json" read the token without a prompt (found by a new user
+// trying the README). It now asks like the absolute spelling.
+func TestViewRelativePathIntoHomeAsks(t *testing.T) {
+	work := t.TempDir()
+	m := fixtures.NewFakeModel(t)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Home: filepath.Join(work, ".h"),
+		Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual, timeout: 60}\nsandbox: {mode: off}")})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": work})
+	resume(t, c, s.SessionID)
+	for i, cmd := range []string{`cat .h/daemon.json`, `cd .h && cat daemon.json`} {
+		text := fmt.Sprintf("read it %d", i)
+		m.On(text, fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{atkTerm(cmd)}}, fixtures.Reply{Text: "done"})
+		r := submit(t, c, s.SessionID, fmt.Sprintf("rel-%d", i), text)
+		e := c.WaitEvent(t, wait, func(e fixtures.Event) bool {
+			return e.AdmissionID == r.AdmissionID && (e.Type == "prompt.opened" || e.Type == "turn.completed")
+		})
+		if e.Type != "prompt.opened" {
+			t.Fatalf("%q ran without asking anyone; the model got: %v", cmd, toolResults(m, text))
+		}
+		var p struct {
+			Prompt prompt `json:"prompt"`
+		}
+		json.Unmarshal(e.Payload, &p)
+		if _, err := answerApproval(t, c, s.SessionID, p.Prompt, "deny"); err != nil {
+			t.Fatal(err)
+		}
+		waitTurn(t, c, r.AdmissionID)
+	}
+	for _, res := range toolResults(m, "read it") {
+		if strings.Contains(res, d.Desc.Token) {
+			t.Fatalf("the token reached the model: %s", res)
+		}
+	}
+}

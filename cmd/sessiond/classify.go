@@ -82,6 +82,9 @@ func classifyMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return 0
 	}
 	cx := risk.Context{Home: os.Getenv("HOME")}
+	if wd, err := os.Getwd(); err == nil {
+		cx.Cwd = wd // relative paths are judged from here, as a session's from its cwd
+	}
 	if dir, err := daemon.ResolveHome(*home); err == nil {
 		cx.ProtectedPaths = []string{dir}
 	} else if *home != "" {

@@ -75,7 +75,7 @@ func (c *classifier) protectedPath(a arg) {
 			return
 		}
 	}
-	if !strings.ContainsAny(s, "/~$") && !strings.HasPrefix(c.dir.cwd.dir, "/") {
+	if !strings.ContainsAny(s, "/~$") && !strings.HasPrefix(c.dir.cwd.dir, "/") && c.startDir == "" {
 		return // relative to the starting directory, which is the workspace
 	}
 	cands := []string{s}
@@ -84,6 +84,9 @@ func (c *classifier) protectedPath(a arg) {
 	}
 	for _, p := range cands {
 		abs, ok := c.abs(p)
+		if ok && abs != "" && abs[0] != '/' && c.startDir != "" {
+			abs = path.Join(c.startDir, abs) // relative to the session's cwd
+		}
 		if !ok || abs == "" || abs[0] != '/' {
 			continue
 		}

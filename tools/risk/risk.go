@@ -140,6 +140,11 @@ type Context struct {
 	// so that ~ and $HOME in commands reach the protected paths below it.
 	// Empty: ~ is a home of unknown place.
 	Home string
+	// Cwd is the absolute directory the command starts in (the session's
+	// cwd), so that relative paths into a protected directory lying in it
+	// (make run's ./.home) or around it count as its absolute spelling.
+	// Empty: relative paths are taken to stay in the workspace.
+	Cwd string
 	// WrittenInTurn, when set, reports whether a file that the command
 	// runs as code (sh s.sh, ./s.sh, python3 p.py, the Makefile of make),
 	// named as the command names it (relative to the session's cwd, or
@@ -167,6 +172,9 @@ func ClassifyWith(command string, cx Context) (c Classification) {
 func classify(command string, cx Context) Classification {
 	c := &classifier{seen: map[Key]int{}, pipes: map[*syntax.BinaryCmd]bool{}, piped: map[*syntax.Stmt]bool{},
 		texts: map[string]string{}, writes: map[string]int{}, protected: []string{defaultHome}}
+	if path.IsAbs(cx.Cwd) {
+		c.startDir = path.Clean(cx.Cwd)
+	}
 	home := path.Clean(cx.Home)
 	for _, p := range cx.ProtectedPaths {
 		if !path.IsAbs(p) || path.Clean(p) == "/" {
@@ -239,6 +247,8 @@ type classifier struct {
 	jobVars map[string]bool
 	// git remembers what git commands earlier in the line changed.
 	gitState gitState
+	// startDir is Context.Cwd, cleaned (empty when unknown).
+	startDir string
 	// ranPaths are the files it runs as code as it names them (not only
 	// their base names), for Context.WrittenInTurn.
 	ranPaths []string
