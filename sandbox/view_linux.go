@@ -52,6 +52,8 @@ var CredentialStores = []string{
 	".password-store", ".local/share/keyrings", ".vault-token", ".npmrc", ".pypirc",
 	".cargo/credentials", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json",
 	".config/op", ".config/hub",
+	// Other AI agents' credentials and session stores.
+	".claude", ".claude.json", ".codex", ".gemini", ".config/github-copilot", ".aider.conf.yml",
 	// Where same-user services keep their sockets (Docker Desktop, Rancher
 	// Desktop, Colima, Lima, OrbStack, Podman machines).
 	".rd", ".colima", ".lima", ".orbstack", ".local/share/containers/podman/machine",
