@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/protocol"
 )
 
@@ -83,8 +84,11 @@ func (d *Daemon) stopCluster(ctx context.Context) {
 	released, err := d.queue.Release(ctx)
 	if err != nil {
 		d.log.Error("hand the sessions over: they are taken when this daemon's lease expires", "err", err)
-	} else if len(released) > 0 {
+	} else if len(released) > 0 && d.db.Driver() == store.Postgres {
 		d.log.Info("sessions handed over to the other daemons", "sessions", len(released))
+	} else if len(released) > 0 {
+		// SQLite has one daemon: its sessions wait for its next start.
+		d.log.Debug("sessions released for the next start", "sessions", len(released))
 	}
 	if err := d.member.Stop(ctx); err != nil {
 		d.log.Error("give the lease up", "err", err)
