@@ -232,3 +232,44 @@ func TestAttack2PinnedChainRename(t *testing.T) {
 	}
 	mustFile(t, filepath.Join(dh, "daemon.json"), `{"token":"SECRET-TOKEN"}`)
 }
+
+// TestAttack2HardLinkSetuid (passes): a hard link of a setuid binary of
+// the system trees (/usr/bin/su, same file system as the workspace here)
+// into the workspace would keep a setuid file there (an old, vulnerable
+// version surviving an upgrade); Landlock refuses the cross-directory
+// link from a read-only tree (no REFER right there), and the mounts
+// differ (EXDEV).
+func TestAttack2HardLinkSetuid(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, _ := run(t, s, `for f in /usr/bin/su /usr/bin/passwd /usr/bin/mount /bin/su; do ln "$f" ./l$(basename $f) 2>&1; done; ls -l; true`)
+	t.Logf("%s", out)
+	ents, _ := os.ReadDir(l.work)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("a set-id file %s was linked into the workspace", e.Name())
+		}
+	}
+}
+
+// TestAttack2WritableRootOverlapsHome (passes): writable roots that are
+// the daemon's home, contain it, or lie inside it, and a cwd that is the
+// home: the covered files stay out of the view and unchanged.
+func TestAttack2WritableRootOverlapsHome(t *testing.T) {
+	l := newLayout(t)
+	inside := filepath.Join(l.home, "cache")
+	os.Mkdir(inside, 0o700)
+	for name, roots := range map[string][]string{"home": {l.home}, "parent": {l.root}, "inside": {inside}, "inside+home": {inside, l.home}, "home+parent": {l.home, l.root}} {
+		for _, cwd := range []string{l.work, l.home} {
+			s := l.spec(ModeWorkspaceWrite, cwd)
+			s.Policy.WritableRoots = roots
+			out, code := runLoose(t, s, `cat "`+l.home+`/daemon.json"; echo 'approvals: {mode: auto}' > "`+l.home+`/config.yaml"; rm -f "`+l.home+`/state.db"; mv "`+l.home+`/daemon.json" "`+l.home+`/x" ; true`)
+			if strings.Contains(out, "SECRET-TOKEN") {
+				t.Errorf("%s, cwd %s: the token was read (%d): %s", name, cwd, code, out)
+			}
+			mustFile(t, filepath.Join(l.home, "config.yaml"), "approvals: {mode: manual}\n")
+			mustFile(t, filepath.Join(l.home, "state.db"), "DB")
+			mustFile(t, filepath.Join(l.home, "daemon.json"), `{"token":"SECRET-TOKEN"}`)
+		}
+	}
+}
