@@ -273,3 +273,47 @@ func TestAttack2WritableRootOverlapsHome(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack2HomeStartupFilesMissed (FAILS): with a writable location
+// containing the user's home, StartupFiles (a denylist) are read-only and
+// the home's top level takes no new entry, but everything else that
+// runs code in the person's next tool stays writable: an existing
+// ~/.bash_completion (sourced by bash-completion in every interactive
+// bash), ~/.gdbinit, ~/.psqlrc (\! runs a shell), ~/.irbrc; and below a
+// kept directory new files can be made: a .pth file in the user
+// site-packages (~/.local/lib/python3.X/site-packages: every python3 the
+// person runs executes its "import" line), an IPython startup script,
+// a bash-completion completion. Impact: code execution as the person,
+// outside the sandbox, on their next shell or python. What should hold:
+// a command cannot change what the person's shell or tools run at start.
+func TestAttack2HomeStartupFilesMissed(t *testing.T) {
+	l := newLayout(t)
+	user := filepath.Join(l.work, "me")
+	site := filepath.Join(user, ".local", "lib", "python3.11", "site-packages")
+	for _, d := range []string{site, filepath.Join(user, ".ipython", "profile_default", "startup"), filepath.Join(user, ".local", "share", "bash-completion", "completions")} {
+		os.MkdirAll(d, 0o755)
+	}
+	existing := []string{".bash_completion", ".gdbinit", ".psqlrc", ".irbrc"}
+	for _, f := range existing {
+		os.WriteFile(filepath.Join(user, f), []byte("# mine\n"), 0o644)
+	}
+	s := l.spec(ModeWorkspaceWrite, user)
+	s.Home = user
+	cmds := map[string]string{
+		".bash_completion": `echo 'touch /tmp/PWNED' >> ~/.bash_completion`,
+		".gdbinit":         `echo 'shell touch /tmp/PWNED' >> ~/.gdbinit`,
+		".psqlrc":          `echo '\! touch /tmp/PWNED' >> ~/.psqlrc`,
+		".irbrc":           `echo 'system("touch /tmp/PWNED")' >> ~/.irbrc`,
+		"site-packages":    `echo 'import os; os.system("touch /tmp/PWNED")' > ~/.local/lib/python3.11/site-packages/zz.pth`,
+		"ipython":          `echo 'import os' > ~/.ipython/profile_default/startup/00-x.py`,
+		"completions":      `echo 'touch /tmp/PWNED' > ~/.local/share/bash-completion/completions/git`,
+	}
+	for name, c := range cmds {
+		if out, code := run(t, s, "HOME="+user+"; "+c); code == 0 {
+			t.Errorf("%s: %q succeeded: %s", name, c, out)
+		}
+	}
+	for _, f := range existing {
+		mustFile(t, filepath.Join(user, f), "# mine\n")
+	}
+}
