@@ -135,7 +135,7 @@ func TestAttack2TokenFileTempLink(t *testing.T) {
 
 // runLoose runs command under s like run, but a setup failure (the
 // sandbox refusing, exit ExitSetupFailed) is returned, not fatal.
-func runLoose(t *testing.T, s Spec, command string) (string, int) {
+func runLoose(t *testing.T, s Spec, command string, path ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -144,7 +144,7 @@ func runLoose(t *testing.T, s Spec, command string) (string, int) {
 		t.Fatal(err)
 	}
 	cmd.Dir = s.Cwd
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + s.TempDir, "HOME=" + s.Cwd}
+	cmd.Env = []string{"PATH=" + strings.Join(append([]string{"/usr/local/bin:/usr/bin:/bin"}, path...), ":"), "TMPDIR=" + s.TempDir, "HOME=" + s.Cwd}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -315,5 +315,45 @@ func TestAttack2HomeStartupFilesMissed(t *testing.T) {
 	}
 	for _, f := range existing {
 		mustFile(t, filepath.Join(user, f), "# mine\n")
+	}
+}
+
+// TestAttack2OtherTempDirsThroughReadableTmp (FAILS): other commands'
+// temp directories are covered only when they show under a parent other
+// than /tmp ("/tmp is private in the view"); but a read-only source may
+// be /tmp itself or contain it: a readable root of /tmp (or /), or a
+// $PATH entry /tmp/bin (whose parent, /tmp, is bound as the tool's root).
+// Bound read-only over the private /tmp, the real /tmp shows with every
+// other session's sessiond-cmd-* directory (the same user's, readable):
+// their outputs, files written by commands of other sessions, their
+// secrets. (Only writable locations are refused for holding /tmp.) What
+// should hold: no other command's temp directory shows in any view.
+func TestAttack2OtherTempDirsThroughReadableTmp(t *testing.T) {
+	l := newLayout(t)
+	mine, err := os.MkdirTemp("/tmp", TempDirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(mine)
+	other, err := os.MkdirTemp("/tmp", TempDirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(other)
+	os.WriteFile(filepath.Join(other, "secret"), []byte("OTHER-SESSION-SECRET"), 0o600)
+	if err := os.Mkdir("/tmp/bin", 0o755); err == nil {
+		defer os.Remove("/tmp/bin")
+	}
+	for name, c := range map[string]struct {
+		roots []string
+		path  []string
+	}{"readable root /tmp": {roots: []string{"/tmp"}}, "PATH /tmp/bin": {path: []string{"/tmp/bin"}}} {
+		s := l.spec(ModeWorkspaceWrite, l.work)
+		s.TempDir = mine
+		s.Policy.ReadableRoots = c.roots
+		out, code := runLoose(t, s, `cat "`+other+`/secret"; true`, c.path...)
+		if strings.Contains(out, "OTHER-SESSION-SECRET") {
+			t.Errorf("%s: the command read another command's temp directory (%d): %q", name, code, out)
+		}
 	}
 }
