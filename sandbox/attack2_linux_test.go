@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cProgram compiles src (C) to a static binary at dst, outside the
@@ -355,5 +357,48 @@ func TestAttack2OtherTempDirsThroughReadableTmp(t *testing.T) {
 		if strings.Contains(out, "OTHER-SESSION-SECRET") {
 			t.Errorf("%s: the command read another command's temp directory (%d): %q", name, code, out)
 		}
+	}
+}
+
+// TestAttack2UserKeyring (FAILS as root): the kernel keyrings are no file
+// and no socket: neither the view, Landlock nor the seccomp rules (files,
+// sockets) touch add_key/keyctl. A command of the daemon's user (root
+// here: no user namespace of its own) reads the keys of its user keyring
+// (KEY_SPEC_USER_KEYRING is possessed by every process of the user): a
+// Kerberos ticket cache (KEYRING:persistent, the default of Fedora and
+// RHEL), keys that tools keep there (keyctl padd user …, ecryptfs,
+// cifs/nfs credentials). The README's view leaves the home's credential
+// stores out; this store of the same user is in reach. What should hold:
+// a command reads no key of the daemon's user's keyrings (a fresh session
+// keyring is not enough: the user keyring is reached by its special id;
+// seccomp refusing add_key, keyctl and request_key is).
+func TestAttack2UserKeyring(t *testing.T) {
+	l := newLayout(t)
+	id, err := unix.AddKey("user", "sessiond-attack2", []byte("KEYRING-SECRET"), unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		t.Skipf("add_key: %v", err)
+	}
+	defer unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+	defer unix.KeyctlInt(unix.KEYCTL_REVOKE, id, 0, 0, 0)
+	bin := filepath.Join(l.work, "rk")
+	cProgram(t, `#include <stdio.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/keyctl.h>
+int main(void) {
+	long id = syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, "user", "sessiond-attack2", 0);
+	if (id < 0) { perror("keyctl search"); return 1; }
+	char buf[256] = {0};
+	long n = syscall(SYS_keyctl, KEYCTL_READ, id, buf, sizeof buf - 1);
+	if (n < 0) { perror("keyctl read"); return 1; }
+	printf("%s\n", buf);
+	return 0;
+}
+`, bin)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, `./rk; true`)
+	t.Logf("command: %d %s", code, out)
+	if strings.Contains(out, "KEYRING-SECRET") {
+		t.Errorf("the command read a key of the daemon's user keyring: %q", out)
 	}
 }
