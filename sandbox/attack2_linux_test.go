@@ -468,3 +468,16 @@ int main(int argc, char **argv) {
 		}
 	}
 }
+
+// TestAttack2SysProbe (passes): /sys is bound read-only (recursively:
+// cgroup2, securityfs, tracefs, bpffs, debugfs beneath it too): nothing
+// there is writable, and no tracefs or debugfs output of the kernel's
+// (which would show the daemon's system calls) is readable.
+func TestAttack2SysProbe(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, _ := run(t, s, `find /sys -maxdepth 5 -writable 2>/dev/null | head -5; (echo 1 > /sys/fs/cgroup/cgroup.procs) 2>/dev/null && echo CGWRITE; cat /sys/kernel/tracing/trace /sys/kernel/debug/tracing/trace 2>/dev/null | head -c 200; true`)
+	if strings.TrimSpace(out) != "" {
+		t.Errorf("/sys: %q", out)
+	}
+}
