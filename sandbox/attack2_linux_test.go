@@ -481,3 +481,39 @@ func TestAttack2SysProbe(t *testing.T) {
 		t.Errorf("/sys: %q", out)
 	}
 }
+
+// TestAttack2HiddenFileChainRenamed (FAILS): a hidden file
+// (auth.token_file) below a writable location is left out of a
+// read-only view of its own directory (coverTargetAt), but unlike
+// cover's, that path pins nothing between the writable location and the
+// directory. With the cwd at the user's home and the token at
+// ~/.cache/sessiond/auth/token, one command renames ~/.cache/sessiond
+// away (not a mount point: allowed; the frozen directory moves along,
+// covered in that command's view; ~/.local/share/sessiond/token happens
+// to hold: ~/.local/share is pinned by the chain of a missing credential
+// store, .local/share/containers/podman/machine) and the
+// session's next command, planned with the token not at its path
+// ("nothing there to protect"), reads it at the new one: the daemon's
+// token, full control of the daemon. What should hold: no command moves
+// a hidden file out of its cover (the chain pinned as cover pins it), or
+// nothing runs.
+func TestAttack2HiddenFileChainRenamed(t *testing.T) {
+	for _, rel := range []string{".local/share/sessiond/token", ".cache/sessiond/auth/token"} {
+		l := newLayout(t)
+		user := filepath.Join(l.work, "me")
+		token := filepath.Join(user, rel)
+		os.MkdirAll(filepath.Dir(token), 0o700)
+		os.WriteFile(token, []byte("SECRET-TOKEN\n"), 0o600)
+		s := l.spec(ModeWorkspaceWrite, user)
+		s.Home = user
+		s.HiddenFiles = []string{token}
+		top := strings.SplitN(rel, "/", 3)
+		moved := filepath.Join(top[0], top[1])
+		out1, _ := run(t, s, `mv "`+moved+`" "`+moved+`-x" && echo MOVED; cat "`+rel+`"; true`)
+		out2, _ := runLoose(t, s, `cat "`+strings.Replace(rel, moved, moved+"-x", 1)+`"; true`)
+		t.Logf("%s: first %q, next %q", rel, out1, out2)
+		if strings.Contains(out1+out2, "SECRET-TOKEN") {
+			t.Errorf("%s: a command read the hidden token after the previous one renamed its parent away", rel)
+		}
+	}
+}
