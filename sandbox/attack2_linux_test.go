@@ -517,3 +517,31 @@ func TestAttack2HiddenFileChainRenamed(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack2RepoSearchBudgetExhausted (FAILS; builds on the known limit
+// "searched two levels deep, 256 directories at most"): the limit is
+// the command's to use. With the cwd holding the person's projects
+// (~/src/proj/.git, one level down: searched, frozen), one command makes
+// 300 empty directories named 000…299 (sorted before "proj", walked
+// first); the session's next command finds proj/.git unfrozen, sets
+// core.fsmonitor in proj/.git/config, and the person's next `git status`
+// in ~/src/proj runs it outside the sandbox. What should hold: a
+// repository the search covers on a clean workspace cannot be taken out
+// of it by a command (the budget counts no directory a command can
+// create, or an exhausted budget fails closed).
+func TestAttack2RepoSearchBudgetExhausted(t *testing.T) {
+	l := newLayout(t)
+	proj := filepath.Join(l.work, "proj")
+	os.Mkdir(proj, 0o755)
+	gitRepo(t, proj)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	if out, _ := run(t, s, `git -C proj config core.fsmonitor "touch /tmp/PWNED; false" && echo WRITTEN; true`); strings.Contains(out, "WRITTEN") {
+		t.Fatalf("proj/.git/config writable on a clean workspace: %s", out)
+	}
+	run(t, s, `for i in $(seq -w 0 299); do mkdir "$i"; done`)
+	out, code := run(t, s, `git -C proj config core.fsmonitor "touch /tmp/PWNED; false" && echo WRITTEN; true`)
+	t.Logf("next command: %d %s", code, out)
+	if got := gitConfig(proj, "core.fsmonitor"); got != "" {
+		t.Errorf("the person's git in proj now runs core.fsmonitor %q", got)
+	}
+}
