@@ -91,21 +91,29 @@ int main(void) {
 // while a command starts; one left by a crash between the write and the
 // rename) is bound read-only into the view, and the command reads the
 // token (full control of the daemon: approvals, escalated commands).
-// What should hold: no file holding the descriptor shows, under any name
-// the daemon writes it with.
+// (The home under the user's home, as the default ~/.local/state/sessiond
+// is; the same for the person's editor's copies of config.yaml,
+// config.yaml~ and .config.yaml.swp.) What should hold: no file holding
+// the descriptor or the config shows, under any name it is written with
+// (a view of the home could keep only the writable locations' chain).
 func TestAttack2DescriptorTempFile(t *testing.T) {
 	l := newLayout(t)
 	ws := filepath.Join(l.home, "ws")
 	os.Mkdir(ws, 0o700)
-	if err := os.WriteFile(filepath.Join(l.home, ".daemon.json.123456789"), []byte(`{"token":"SECRET-TOKEN"}`), 0o600); err != nil {
-		t.Fatal(err)
+	// The descriptor's temporary file, and the person's editor's copies
+	// of config.yaml (the same class: covered by exact name only).
+	for _, name := range []string{".daemon.json.123456789", "config.yaml~", ".config.yaml.swp"} {
+		if err := os.WriteFile(filepath.Join(l.home, name), []byte(`{"token":"SECRET-TOKEN"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := l.spec(ModeWorkspaceWrite, ws)
 	s.Home = l.root // the user's home, holding the daemon's (~/.sessiond)
-	out, _ := run(t, s, `ls -la ..; cat ../daemon.json ../.daemon.json.* 2>&1; true`)
-	t.Logf("%s", out)
-	if strings.Contains(out, "SECRET-TOKEN") {
-		t.Errorf("the command read the daemon's token: %q", out)
+	for _, name := range []string{".daemon.json.123456789", "config.yaml~", ".config.yaml.swp"} {
+		out, _ := run(t, s, `cat "../`+name+`" 2>&1; true`)
+		if strings.Contains(out, "SECRET-TOKEN") {
+			t.Errorf("the command read %s in the daemon's home: %q", name, out)
+		}
 	}
 }
 
