@@ -553,3 +553,33 @@ func TestAttack2RepoSearchBudgetExhausted(t *testing.T) {
 		t.Errorf("the person's git in proj now runs core.fsmonitor %q", got)
 	}
 }
+
+// TestAttack2FileCapabilityThroughUserNamespace (passes): the
+// seccomp rules keep set-id modes out, but a file capability is a
+// set-id bit by another name. A root daemon's command (uid 0, no
+// capability, no user namespace of its own) makes a user namespace
+// (unshare -U, no capability needed, not filtered), maps 0 to 0, and
+// there holds CAP_SETFCAP over root's files: setcap cap_setuid+ep on a
+// copy of a program in the workspace. Its security.capability names
+// root id 0, so outside the sandbox it grants CAP_SETUID to whoever runs
+// it. Held: the user namespace is made, but Landlock keeps /proc
+// read-only, so no uid_map can be written (EACCES) and an unmapped ns
+// root has no say over root's files. What should hold: no command
+// leaves a file with file capabilities.
+func TestAttack2FileCapabilityThroughUserNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("as root only (an unprivileged daemon's ns root maps to its own uid)")
+	}
+	if _, err := exec.LookPath("setcap"); err != nil {
+		t.Skip("no setcap")
+	}
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	out, code := run(t, s, `cp /bin/true ./t && unshare -U --map-root-user sh -c 'PATH=$PATH:/usr/sbin:/sbin; setcap cap_setuid+ep ./t' 2>&1; true`)
+	t.Logf("command: %d %s", code, out)
+	b, _ := exec.Command("getcap", filepath.Join(l.work, "t")).CombinedOutput()
+	t.Logf("getcap: %s", b)
+	if strings.Contains(string(b), "cap_setuid") {
+		t.Errorf("the command left a file with capabilities in the workspace: %s", b)
+	}
+}
