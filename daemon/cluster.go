@@ -9,8 +9,8 @@ import (
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
-	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/protocol"
+	"github.com/sessiond/sessiond/store"
 )
 
 // The daemon's part in a cluster of daemons sharing one store

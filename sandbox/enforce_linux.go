@@ -267,7 +267,8 @@ const (
 // or creat with O_CREAT) — a copy of a shell left setuid in the workspace
 // would run as the daemon's user for anyone — and creating a device node
 // (mknod, mknodat of a character or block device, or of any file with
-// S_ISUID or S_ISGID). With the network off
+// S_ISUID or S_ISGID); and the kernel's keyrings (keyctl, add_key,
+// request_key). With the network off
 // (network false) also socket(2) and socketpair(2) for every family but
 // AF_UNIX, and io_uring (which could open sockets past this filter).
 func seccompPolicy(network bool) seccomp.Policy {
@@ -290,7 +291,12 @@ func seccompPolicy(network bool) seccomp.Policy {
 	files = append(files, legacyFileCalls(bits, created)...)
 	p := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
-		Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, NamesWithCondtions: files}},
+		Syscalls: []seccomp.SyscallGroup{
+			{Action: seccomp.ActionErrno, NamesWithCondtions: files},
+			// The kernel's keyrings are the user's and the daemon's
+			// session's, outside every namespace: no key is read or added.
+			{Action: seccomp.ActionErrno, Names: []string{"keyctl", "add_key", "request_key"}},
+		},
 	}
 	if network {
 		return p

@@ -77,11 +77,21 @@ var StartupFiles = []string{
 	".gitconfig", ".config/git", ".config/fish", ".config/systemd", ".config/autostart",
 	".config/environment.d", ".config/nvim", ".config/tmux", ".config/nushell", ".config/bash",
 	".config/zsh", ".local/bin", ".local/share/applications",
+	".bash_completion", ".bash_completion.d", ".local/share/bash-completion", ".gdbinit", ".lldbinit",
+	".psqlrc", ".sqliterc", ".irbrc", ".pryrc", ".guile", ".Renviron", ".octaverc", ".ipython",
+	".local/lib", // Python's user site-packages: a .pth file runs in every python
 }
 
 // sharedTempDirs are directories shared by every user and session: no
 // writable location may be or contain one (the view's /tmp is private).
 var sharedTempDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// holdsShared reports whether p is or contains one of the sharedTempDirs:
+// such a tree is never bound into a view, not even read-only (other
+// sessions' temp directories, other users' sockets).
+func holdsShared(p string) bool {
+	return slices.ContainsFunc(sharedTempDirs, func(d string) bool { return Within(d, p) })
+}
 
 // viewRoot is where the new root is mounted before pivot_root: /tmp is
 // covered by it until the pivot moves it to /, and the real /tmp shows
@@ -227,7 +237,7 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 		// A tool's bin directory needs the rest of its root (pyenv's
 		// shims run its libexec, Go's bin its pkg).
 		r := RealPath(p)
-		if b := filepath.Base(r); b == "bin" || b == "sbin" || b == "shims" {
+		if b := filepath.Base(r); (b == "bin" || b == "sbin" || b == "shims") && !holdsShared(filepath.Dir(r)) {
 			r = filepath.Dir(r)
 		}
 		readable = append(readable, r)
@@ -265,7 +275,7 @@ func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 		return slices.ContainsFunc(list, func(q string) bool { return q != p && Within(p, q) })
 	}
 	for _, r := range readable {
-		if r == "/" || covering(r, SystemTrees) || covering(r, writable) || covering(r, readable) ||
+		if r == "/" || holdsShared(r) || covering(r, SystemTrees) || covering(r, writable) || covering(r, readable) ||
 			slices.ContainsFunc(pl.binds, func(b source) bool { return b.path == r }) {
 			continue
 		}
@@ -527,7 +537,11 @@ func makeDev() error {
 // following symlinks and mounted on by descriptor; a .git that is a
 // symlink, or a config or hooks that is one, fails closed.
 func freezeRepos(pl *plan) error {
-	for _, git := range findRepos(pl.writable) {
+	repos, err := findRepos(pl.writable)
+	if err != nil {
+		return err
+	}
+	for _, git := range repos {
 		if err := freezeRepo(git); err != nil {
 			return err
 		}
@@ -591,49 +605,60 @@ func bindSelf(fd int, p string, ro bool) error {
 	return nil
 }
 
-// repoSearchDepth and repoSearchDirs bound the search for repositories
-// in the writable locations: their own .git, and those of the directories
-// up to this depth below them (a cwd holding the person's projects), at
-// most this many directories in all.
+// The search for repositories in the writable locations: their own
+// .git, every directory directly below them (at most repoSearchWide: more
+// fails closed, as a command could make many to hide one), and, as far as
+// repoSearchDeep lookups go, the directories below those.
 const (
-	repoSearchDepth = 2
-	repoSearchDirs  = 256
+	repoSearchWide = 4096
+	repoSearchDeep = 4096
 )
 
 // findRepos returns the .git entries (directories or files) of the
-// writable locations and of their subdirectories up to repoSearchDepth
-// (hidden ones and node_modules skipped; symlinks not followed).
-func findRepos(writable []string) []string {
+// writable locations, of every directory directly below them, and of
+// those below these as far as repoSearchDeep lookups go (hidden
+// directories and node_modules skipped; symlinks not followed).
+func findRepos(writable []string) ([]string, error) {
 	var out []string
-	seen, budget := map[string]bool{}, repoSearchDirs
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		if seen[dir] || budget <= 0 {
-			return
+	check := func(dir string) {
+		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
+			out = append(out, filepath.Join(dir, ".git"))
 		}
-		seen[dir] = true
-		budget--
-		git := filepath.Join(dir, ".git")
-		if fi, err := os.Lstat(git); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
-			out = append(out, git)
-		}
-		if depth == repoSearchDepth {
-			return
-		}
+	}
+	subdirs := func(dir string) []string {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			return
+			return nil
 		}
+		var ds []string
 		for _, e := range ents {
 			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && e.Name() != "node_modules" {
-				walk(filepath.Join(dir, e.Name()), depth+1)
+				ds = append(ds, filepath.Join(dir, e.Name()))
+			}
+		}
+		return ds
+	}
+	deep := repoSearchDeep
+	for _, w := range writable {
+		check(w)
+		subs := subdirs(w)
+		if len(subs) > repoSearchWide {
+			return nil, fmt.Errorf("%s holds more than %d directories: the sandbox cannot check each for a repository's .git/config and hooks; nothing was run", w, repoSearchWide)
+		}
+		for _, d := range subs {
+			check(d)
+		}
+		for _, d := range subs {
+			for _, dd := range subdirs(d) {
+				if deep <= 0 {
+					break
+				}
+				deep--
+				check(dd)
 			}
 		}
 	}
-	for _, w := range writable {
-		walk(w, 0)
-	}
-	return out
+	return out, nil
 }
 
 // freezeHome, for each of the user's homes ($HOME and the password
@@ -766,6 +791,9 @@ func coverTargetAt(p string, t *target, pl *plan) error {
 	if t.dir || p != t.path || dir == "/" || slices.Contains(pl.writable, dir) {
 		return cover(p, t, pl, coverTarget)
 	}
+	if done, err := pinChain(dir, pl); err != nil || done {
+		return err
+	}
 	d, err := openNoFollow(dir)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil
@@ -789,9 +817,11 @@ func coverTargetAt(p string, t *target, pl *plan) error {
 		}
 		return fmt.Errorf("cover %s: it changed while the sandbox was set up (renamed or replaced); nothing was run", p)
 	}
+	// Names holding the file's (the token's temporary link
+	// .NAME.new-*, an editor's copy) are left out too.
 	name := filepath.Base(p)
 	return freeze(d, dir, func(n string) entryMode {
-		if n == name {
+		if strings.Contains(n, name) {
 			return entryCovered
 		}
 		return entryKeep
@@ -863,29 +893,8 @@ const (
 // a mount point first, so that none can be renamed away (EBUSY). An
 // error checking p fails closed.
 func cover(p string, t *target, pl *plan, kind coverKind) error {
-	for _, w := range pl.writable {
-		if !Within(p, w) || p == w {
-			continue
-		}
-		var chain []string
-		for d := filepath.Dir(p); d != w && Within(d, w); d = filepath.Dir(d) {
-			chain = append(chain, d)
-		}
-		slices.Reverse(chain)
-		for _, d := range chain {
-			fd, err := openNoFollow(d)
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-				return nil // nothing there: nothing of p shows
-			}
-			if err != nil {
-				return fmt.Errorf("cover %s: %w; nothing was run", p, err)
-			}
-			err = bindSelf(fd, d, false)
-			unix.Close(fd)
-			if err != nil {
-				return err
-			}
-		}
+	if done, err := pinChain(p, pl); err != nil || done {
+		return err
 	}
 	fd, err := openNoFollow(p)
 	switch {
@@ -951,11 +960,51 @@ func cover(p string, t *target, pl *plan, kind coverKind) error {
 		switch {
 		case slices.ContainsFunc(inside, func(w string) bool { return Within(w, entry) }):
 			return entryKeep
-		case kind == coverSecret || slices.Contains(pl.covered, name):
+		case kind == coverSecret || coveredName(pl.covered, name):
 			return entryCovered
 		}
 		return entryReadOnly
 	})
+}
+
+// coveredName reports whether an entry is one of the covered files or a
+// copy of one under another name: the daemon's temporary descriptor
+// (.daemon.json.*), an editor's (config.yaml~, .config.yaml.swp), the
+// database's journals (state.db-wal).
+func coveredName(covered []string, name string) bool {
+	return slices.ContainsFunc(covered, func(c string) bool { return c != "" && strings.Contains(name, c) })
+}
+
+// pinChain, when p lies in a writable location, binds every directory
+// between them onto itself, outermost first, so that none can be renamed
+// or removed (EBUSY) and p stays where the daemon looks for it. done: a
+// directory on the way is missing, so nothing of p shows.
+func pinChain(p string, pl *plan) (done bool, err error) {
+	for _, w := range pl.writable {
+		if !Within(p, w) || p == w {
+			continue
+		}
+		var chain []string
+		for d := filepath.Dir(p); d != w && Within(d, w); d = filepath.Dir(d) {
+			chain = append(chain, d)
+		}
+		slices.Reverse(chain)
+		for _, d := range chain {
+			fd, err := openNoFollow(d)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				return true, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("cover %s: %w; nothing was run", p, err)
+			}
+			err = bindSelf(fd, d, false)
+			unix.Close(fd)
+			if err != nil {
+				return false, err
+			}
+		}
+	}
+	return false, nil
 }
 
 // entryMode says what freeze does with one entry of the directory.
