@@ -1,12 +1,13 @@
 // Package sandbox owns the operating-system boundary around the terminal
-// tool's commands: the policy (Mode, network, writable roots), the Spec of
+// tool's commands: the policy (Mode, network, writable and readable
+// roots), the Spec of
 // one command, and its Linux enforcement in a helper entry of the running
 // binary itself.
 //
 // A sandboxed command is started as "/proc/self/exe __sandbox-exec SPEC
 // COMMAND" (the running image, never a path name) in its own process
-// group and, as root, private mount and PID namespaces; not root, the
-// helper re-executes itself once more in new user, mount and PID
+// group and, as root, private mount, PID and IPC namespaces; not root, the
+// helper re-executes itself once more in new user, mount, PID and IPC
 // namespaces mapping the caller's uid and gid to themselves. The helper,
 // run from this package's init before main, waits for the caller's gate
 // on fd 3 when Spec.Gate is set (EOF: exit 125 without running anything),
@@ -16,23 +17,40 @@
 //
 //  1. opens the cwd, the temp directory and the writable roots without
 //     following symlinks (refused, exit 126, when one has appeared since
-//     the real paths were stored);
-//  2. makes every mount private, hides or freezes the protected
-//     directories (Spec.Protected: the daemon's home and every home in the
-//     registry, see RegisterHome): an empty read-only tmpfs over the whole
-//     directory when no writable location lies in it, else a read-only
-//     tmpfs view of it with its entries bound read-only and the covered
-//     files as empty files of its own; mounts a fresh /proc;
+//     the real paths were stored), and plans the view in the old root
+//     (makePlan): the sources to bind, each opened the same way, and the
+//     targets to cover (Spec.Protected, Spec.HiddenFiles) with their
+//     inode and their file system's identity from mountinfo;
+//  2. builds the view (buildView, view_linux.go): a tmpfs root it
+//     pivot_roots into, holding only binds of what the command may use
+//     (SystemTrees, the home without CredentialStores, readable roots and
+//     $PATH roots read-only; the cwd and writable roots read-write; a
+//     private /tmp; a minimal /dev; a fresh /proc), every mount nosuid,
+//     nodev and read-only at the mount level outside the writable
+//     locations; keeps .git/config, .git/hooks and the home's
+//     StartupFiles read-only; covers the targets wherever they show (at
+//     their path, through aliases found in mountinfo), the credential
+//     stores and SystemSecrets. Every mount is made by descriptor
+//     (mountfd_linux.go: open_tree, mount_setattr, move_mount onto targets
+//     opened with RESOLVE_NO_SYMLINKS), so a concurrent command cannot
+//     redirect one; any error fails closed;
 //  3. drops every capability from the bounding, ambient, inheritable,
 //     permitted and effective sets (root included) and sets no_new_privs;
-//  4. applies Landlock: read and execute everywhere, writes only under the
-//     writable locations, TCP bind/connect refused when the network is
+//  4. applies Landlock: read and execute everywhere in the view, writes
+//     only in the writable locations (granted by checked descriptors),
+//     /tmp and the devices, TCP bind/connect refused when the network is
 //     off (ABI 4+), signals and abstract Unix sockets scoped to the
-//     sandbox (ABI 6+);
+//     sandbox (ABI 6+), named Unix sockets only where writes are allowed
+//     (ABI 9+);
 //  5. loads a seccomp filter that kills any foreign-architecture or x32
-//     system call, then, when the network is off, one that refuses
+//     system call, then one that refuses setuid/setgid modes, device
+//     nodes and the kernel's keyrings, and, when the network is off,
 //     socket(2) for any family but AF_UNIX, and io_uring;
 //  6. marks every descriptor above 2 close-on-exec and execs /bin/sh -c.
+//
+// The helper's namespaces are new mount, PID and IPC namespaces (and a
+// user namespace when not root); it sets oom_score_adj to
+// CommandOOMScoreAdj. The registry of homes (registry.go) fails closed.
 //
 // The package imports nothing of sessiond: its callers (tools) pass paths.
 // It must not decide what is approved; it only confines.
