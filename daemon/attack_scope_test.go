@@ -298,6 +298,16 @@ func TestAttackScopeHeldParamTricks(t *testing.T) {
 	if after := storeStateNoClients(t, d, theirs.SessionID); after != before {
 		t.Errorf("the other session changed:\nbefore %s\nafter  %s", before, after)
 	}
+	// Their session moves on (the owner denies, the turn ends) while the
+	// scoped client is subscribed to its own: none of it reaches it.
+	if err := owner.Call(ctx, protocol.MethodApprovalRespond, map[string]any{"session_id": th, "prompt_id": p.Prompt.PromptID,
+		"execution_generation": p.Prompt.ExecutionGeneration, "choice": "deny"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	owner.WaitEvent(t, scopeWait, func(ev fixtures.Event) bool { return ev.SessionID == th && ev.Type == "prompt.closed" })
+	if err := scoped.Call(ctx, protocol.MethodSessionList, nil, nil); err != nil { // a round trip after the events
+		t.Fatal(err)
+	}
 	for _, ev := range scoped.Events() {
 		if ev.SessionID != mine.SessionID {
 			t.Errorf("the scoped client received an event of session %s: %s", ev.SessionID, ev.Type)
@@ -401,5 +411,59 @@ func TestAttackScopeHeldRevocationSameDaemon(t *testing.T) {
 	}
 	if st := c.WaitClosed(t, 5*time.Second); st != websocket.StatusPolicyViolation {
 		t.Fatalf("revoked connection closed with %d, want 1008", st)
+	}
+}
+
+// TestAttackScopePairedLabelPosesAsTheOwner: auth.pair lets the client
+// that redeems a code choose its own label, replacing the one the owner
+// gave the code, with no check but length and control characters. A
+// client pairs as "you": sessionctl show/attach prefix its inputs with
+// "you › ", exactly as the owner's own (cmd/sessionctl userPrefix), and
+// clients.list shows "you" instead of the owner's "colleague". Impact:
+// a paired client's inputs (an `rm -rf` it asked for) read as the
+// owner's in the transcript; attribution, issue 18's point, is spoofed.
+// What should hold: the reserved names of the owner ("you", "owner") are
+// refused as labels, or the owner's label is kept.
+func TestAttackScopePairedLabelPosesAsTheOwner(t *testing.T) {
+	d := startTest(t, "")
+	for _, label := range []string{"you", "owner", "You"} {
+		res, err := call(t, d.pairingCode, map[string]any{"label": "colleague"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := call(t, d.pair, map[string]any{"code": res.(protocol.PairingCodeResult).Code, "label": label})
+		if err != nil {
+			continue // refused: holds
+		}
+		if got := out.(protocol.PairResult).Label; strings.EqualFold(got, "you") || strings.EqualFold(got, protocol.SenderOwner) {
+			t.Errorf("a code the owner labelled \"colleague\" was redeemed with label %q: its inputs show as %q › …", label, got)
+		}
+	}
+}
+
+// TestAttackScopeHeldCodeRedeemedTwiceAtOnce (passes): one code redeemed
+// by 10 concurrent auth.pair calls gives one token.
+func TestAttackScopeHeldCodeRedeemedTwiceAtOnce(t *testing.T) {
+	d := startTest(t, "")
+	res, err := call(t, d.pairingCode, map[string]any{"label": "once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := res.(protocol.PairingCodeResult).Code
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for range 10 {
+		wg.Go(func() {
+			if _, err := call(t, d.pair, map[string]any{"code": code}); err == nil {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if won != 1 {
+		t.Fatalf("one code redeemed %d times", won)
 	}
 }
