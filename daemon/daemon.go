@@ -256,6 +256,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 	}
 
 	d.ctx, d.cancel = context.WithCancel(context.Background())
+	go d.revocationSweep(d.ctx)
 	d.ln, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)

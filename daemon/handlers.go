@@ -148,6 +148,22 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, p protocol.DaemonI
 		return protocol.DaemonInfo{}, err
 	}
 	info.Cluster = &protocol.ClusterInfo{Label: d.cfg.Cluster.Label, LeaseTTL: d.cfg.Cluster.LeaseTTL, OwnedSessions: owned, LiveDaemons: live}
+	if scope := identOf(c).SessionID; scope != "" {
+		// A client paired for one session sees the daemon as holding that
+		// session alone: the others do not exist for it.
+		sum, err := d.sessionSummary(ctx, scope)
+		if err != nil {
+			return protocol.DaemonInfo{}, err
+		}
+		info.Sessions, info.RunningTurns, info.HeldSessions, info.OpenPrompts = 1, 0, 0, sum.OpenPromptCount
+		if sum.Running != nil {
+			info.RunningTurns = 1
+		}
+		if sum.UnknownCount > 0 {
+			info.HeldSessions = 1
+		}
+		info.Cluster.OwnedSessions = 0
+	}
 	if st := d.db.LastCheckpoint(); !st.At.IsZero() {
 		info.Storage.WALBytes, info.Storage.LastCheckpointAt, info.Storage.CheckpointBusy = st.WALBytes, store.FormatTime(st.At), st.Busy
 		if st.Err != nil {
@@ -374,6 +390,12 @@ func (d *Daemon) respond(kind string) func(context.Context, *rpc.Conn, protocol.
 		case prompts.KindApproval:
 			if !prompts.ValidChoice(string(p.Choice)) {
 				return protocol.RespondResult{}, protocol.InvalidParams("choice", "must be once, session, always or deny")
+			}
+			// "always" writes the daemon-wide allowlist: beyond a
+			// session-scoped client's reach, like approvals.revoke of one.
+			if string(p.Choice) == prompts.ChoiceAlways && identOf(c).SessionID != "" {
+				return protocol.RespondResult{}, protocol.Errorf(protocol.ReasonForbidden,
+					"a client paired for one session cannot remember an approval for every session (choice always): answer once, session or deny")
 			}
 			answer, _ = json.Marshal(protocol.ApprovalResponse{Choice: p.Choice})
 		default:

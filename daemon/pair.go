@@ -260,9 +260,18 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, p protocol.Pairin
 	return protocol.PairingCodeResult{Code: code, ExpiresAt: expires}, nil
 }
 
+// reservedLabels are the names the owner's own inputs are shown by: a
+// paired client may not take one (sessionctl shows "you › " for the owner).
+var reservedLabels = []string{"you", "owner", protocol.SenderOwner}
+
 func validLabel(l string) error {
 	if len(l) > maxLabelLen {
 		return protocol.InvalidParams("label", "at most %d bytes", maxLabelLen)
+	}
+	for _, r := range reservedLabels {
+		if strings.EqualFold(strings.TrimSpace(l), r) {
+			return protocol.InvalidParams("label", "%q names the owner: choose another label", l)
+		}
 	}
 	for _, r := range l {
 		if r < 0x20 || r == 0x7f {
@@ -286,12 +295,14 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 		return protocol.PairResult{}, err
 	}
 	peer := peerOf(c)
-	if !d.pairLimit.allow(peer, time.Now()) {
+	// An attempt counts as failed from its start (reserve), and is given
+	// back when the code was good: concurrent guesses on one connection
+	// cannot all pass the check before any failure is counted.
+	if !d.pairLimit.reserve(peer, time.Now()) {
 		return protocol.PairResult{}, protocol.Errorf(protocol.ReasonOverloaded, "too many failed pairing attempts from this peer; retry in a minute")
 	}
 	code := normalizeCode(p.Code)
 	if len(code) != codeLen {
-		d.pairLimit.fail(peer, time.Now())
 		return protocol.PairResult{}, errBadCode
 	}
 	token := newToken()
@@ -312,7 +323,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 		}
 		if out.Label == "" {
 			out.Label = "paired client"
-			if name := sender(c).Client; name != "" {
+			if name := sender(c).Client; name != "" && validLabel(name) == nil {
 				out.Label = name
 			}
 		}
@@ -321,11 +332,13 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 	})
 	if err != nil {
 		if errors.Is(err, errBadCode) {
-			d.pairLimit.fail(peer, time.Now())
 			d.audit().Warn("pairing refused: bad code", append(connAttrs(c), "peer", peer)...)
+		} else {
+			d.pairLimit.refund(peer) // the store failed, not the guess
 		}
 		return protocol.PairResult{}, wireErr(err)
 	}
+	d.pairLimit.refund(peer)
 	d.audit().Info("client paired", append(connAttrs(c), "client_id", out.ClientID, "label", out.Label, "peer", peer)...)
 	return out, nil
 }
@@ -379,6 +392,61 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, p protocol.Clie
 	return protocol.RevokeResult{ClientID: p.ClientID, Revoked: true, Closed: len(victims)}, nil
 }
 
+// revocationEvery is how often a daemon asks the store whether a paired
+// client it has connections of was revoked (by another daemon of the
+// cluster: this one closes its own at once).
+const revocationEvery = 2 * time.Second
+
+// revocationSweep closes, until ctx ends, the connections of paired
+// clients revoked elsewhere: every revocationEvery it reads which of the
+// connected clients are revoked in the store (one query, none when no
+// paired client is connected).
+func (d *Daemon) revocationSweep(ctx context.Context) {
+	t := time.NewTicker(revocationEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.connMu.Lock()
+		var ids []string
+		seen := map[string]bool{}
+		for conn := range d.conns {
+			if id := identOf(conn).ClientID; id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		d.connMu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		revoked, err := store.RevokedClients(d.db.Reads(ctx), ids)
+		if err != nil {
+			continue // the store is away: the next sweep asks again
+		}
+		for _, id := range revoked {
+			var victims []*rpc.Conn
+			d.connMu.Lock()
+			d.revoked[id] = true
+			for conn := range d.conns {
+				if identOf(conn).ClientID == id {
+					victims = append(victims, conn)
+				}
+			}
+			d.connMu.Unlock()
+			for _, conn := range victims {
+				conn.Close(websocket.StatusPolicyViolation, "revoked: paired client "+id+" was revoked by the owner")
+			}
+			if len(victims) > 0 {
+				d.audit().Warn("paired client revoked elsewhere: its connections here are closed", "client_id", id, "closed", len(victims))
+			}
+		}
+	}
+}
+
 func peerOf(c *rpc.Conn) string {
 	if c == nil {
 		return "?"
@@ -403,16 +471,28 @@ type pairWindowState struct {
 	failures int
 }
 
-func (l *pairLimiter) allow(peer string, now time.Time) bool {
+// reserve counts one attempt of peer as failed, unless pairFailures have
+// failed in its window already (false: refused, nothing counted).
+func (l *pairLimiter) reserve(peer string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.peers[peer]
-	return st == nil || now.Sub(st.start) >= pairWindow || st.failures < pairFailures
+	if st := l.peers[peer]; st != nil && now.Sub(st.start) < pairWindow && st.failures >= pairFailures {
+		return false
+	}
+	l.failLocked(peer, now)
+	return true
 }
 
-func (l *pairLimiter) fail(peer string, now time.Time) {
+// refund gives back an attempt reserved by peer that did not fail.
+func (l *pairLimiter) refund(peer string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if st := l.peers[peer]; st != nil && st.failures > 0 {
+		st.failures--
+	}
+}
+
+func (l *pairLimiter) failLocked(peer string, now time.Time) {
 	if l.peers == nil {
 		l.peers = map[string]*pairWindowState{}
 	}

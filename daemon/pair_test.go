@@ -44,19 +44,26 @@ func TestPairLimiterBoundsFailuresPerPeer(t *testing.T) {
 	var l pairLimiter
 	now := time.Unix(1000, 0)
 	for i := range pairFailures {
-		if !l.allow("10.0.0.1", now) {
+		if !l.reserve("10.0.0.1", now) {
 			t.Fatalf("refused after %d failures, want %d allowed", i, pairFailures)
 		}
-		l.fail("10.0.0.1", now)
 	}
-	if l.allow("10.0.0.1", now.Add(time.Second)) {
+	if l.reserve("10.0.0.1", now.Add(time.Second)) {
 		t.Fatal("allowed after the limit")
 	}
-	if !l.allow("10.0.0.2", now) {
+	if !l.reserve("10.0.0.2", now) {
 		t.Fatal("another peer must not be limited")
 	}
-	if !l.allow("10.0.0.1", now.Add(pairWindow)) {
+	if !l.reserve("10.0.0.1", now.Add(pairWindow)) {
 		t.Fatal("still refused after the window")
+	}
+	// A good code gives its attempt back.
+	var g pairLimiter
+	for range 3 * pairFailures {
+		if !g.reserve("10.0.0.3", now) {
+			t.Fatal("attempts that were given back count as failures")
+		}
+		g.refund("10.0.0.3")
 	}
 }
 

@@ -1,6 +1,9 @@
 package store
 
-import "database/sql"
+import (
+	"database/sql"
+	"strings"
+)
 
 // The rows of paired clients (PROTOCOL.md section 2): pairing_codes and
 // clients. Codes and tokens are stored as the caller's hashes; what a code
@@ -115,3 +118,32 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// RevokedClients returns those of ids (client ids) whose client is
+// revoked: a daemon asks it for the paired clients it has connections of,
+// since another daemon of the cluster may have revoked one.
+func RevokedClients(q Queryer, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []string
+	// One query for a bounded list: at most maxRevokedQuery ids a call.
+	for len(ids) > 0 {
+		n := min(len(ids), maxRevokedQuery)
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = id
+		}
+		var got []string
+		if err := q.Select(&got, `SELECT client_id FROM clients WHERE revoked_at IS NOT NULL AND client_id IN (?`+strings.Repeat(", ?", n-1)+`)`, args...); err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		ids = ids[n:]
+	}
+	return out, nil
+}
+
+// maxRevokedQuery bounds the ids of one RevokedClients query (SQLite's
+// bound on parameters is 32766).
+const maxRevokedQuery = 500
