@@ -54,9 +54,7 @@ type viewOpts struct {
 // viewRoot skips a journey of a root-only finding when not run as root.
 func viewRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a root-only finding of issue 22 (CI runs the journeys as root)")
-	}
+	needRoot(t, "a root-only finding of issue 22")
 }
 
 // viewNeed fails when a program the journey uses is not installed.

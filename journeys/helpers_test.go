@@ -249,3 +249,17 @@ func waitParked(t *testing.T, g *fixtures.Gate, what string) {
 		t.Fatalf("timed out after %v waiting for %s to reach the model", wait, what)
 	}
 }
+
+// needRoot skips a root-only test on a developer's run as another user;
+// under CI (CI set: it runs as root) it fails instead, since a skip there
+// would hide the missing capability.
+func needRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s: needs root, and CI runs as root", why)
+	}
+	t.Skipf("%s: needs root (CI runs it)", why)
+}

@@ -30,7 +30,7 @@ func cProgram(t *testing.T, src, dst string) {
 	t.Helper()
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("no gcc")
+		t.Fatal("gcc is needed (.ci/run installs it)")
 	}
 	c := filepath.Join(t.TempDir(), "p.c")
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
@@ -512,11 +512,9 @@ func TestAttack2RepoSearchBudgetExhausted(t *testing.T) {
 // root has no say over root's files. What should hold: no command
 // leaves a file with file capabilities.
 func TestAttack2FileCapabilityThroughUserNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("as root only (an unprivileged daemon's ns root maps to its own uid)")
-	}
+	needRoot(t, "file capabilities through a user namespace (an unprivileged daemon's ns root maps to its own uid)")
 	if _, err := exec.LookPath("setcap"); err != nil {
-		t.Skip("no setcap")
+		t.Fatal("setcap is needed (libcap2-bin; .ci/run installs it)")
 	}
 	l := newLayout(t)
 	s := l.spec(ModeWorkspaceWrite, l.work)

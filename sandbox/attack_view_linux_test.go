@@ -340,7 +340,7 @@ func openPty(t *testing.T) (*os.File, *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skip("no /dev/ptmx:", err)
+		t.Fatal("no /dev/ptmx:", err)
 	}
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		t.Fatal(err)
@@ -483,9 +483,7 @@ func TestAttackViewNestedNamespaceUnmount(t *testing.T) {
 // alias's parents are pinned (rename EBUSY), a hard link across the
 // cover fails (EXDEV), the cover cannot be unmounted.
 func TestAttackViewAliasesInCwd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("host bind mounts need root")
-	}
+	needRoot(t, "host bind mounts")
 	l := newLayout(t)
 	user := filepath.Join(l.root, "user")
 	dh := filepath.Join(user, ".local/state/sessiond")
@@ -558,9 +556,7 @@ func TestAttackViewOddHomes(t *testing.T) {
 // hold: the start-up files of the password database's home stay
 // read-only too.
 func TestAttackViewStartupFilesHomeUnset(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("uses /root, the password database's home of root")
-	}
+	needRoot(t, "/root, the password database's home of root")
 	l := newLayout(t)
 	var files []string
 	for _, f := range []string{"/root/.bashrc", "/root/.profile"} {
@@ -569,7 +565,7 @@ func TestAttackViewStartupFilesHomeUnset(t *testing.T) {
 		}
 	}
 	if len(files) == 0 {
-		t.Skip("no start-up file in /root")
+		t.Fatal("no start-up file in /root (.bashrc or .profile) to check")
 	}
 	for _, home := range []string{"", "/"} {
 		s := l.spec(ModeWorkspaceWrite, "/root")

@@ -339,3 +339,17 @@ func TestHelperIsTheRunningImage(t *testing.T) {
 		t.Fatalf("open for writing: %v, want ETXTBSY", err)
 	}
 }
+
+// needRoot skips a root-only test on a developer's run as another user;
+// under CI (CI set: it runs as root) it fails instead, since a skip there
+// would hide the missing capability.
+func needRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s: needs root, and CI runs as root", why)
+	}
+	t.Skipf("%s: needs root (CI runs it)", why)
+}
