@@ -1054,7 +1054,7 @@ func freezeEntry(real, view int, name string, mode entryMode) error {
 		return err
 	}
 	defer unix.Close(src)
-	typ, st, err := fdType(src)
+	typ, _, err := fdType(src)
 	if err != nil {
 		return err
 	}
@@ -1086,7 +1086,6 @@ func freezeEntry(real, view int, name string, mode entryMode) error {
 			return nil
 		}
 	}
-	_ = st
 	dst, err := openAt(view, name, unix.RESOLVE_BENEATH)
 	if err != nil {
 		return err

@@ -56,30 +56,13 @@ func worldWritable(mode string) bool {
 	if v, err := strconv.ParseUint(mode, 8, 32); err == nil {
 		return v&0o002 != 0
 	}
-	for _, clause := range strings.Split(mode, ",") {
-		i := 0
-		for i < len(clause) && strings.IndexByte("ugoa", clause[i]) >= 0 {
-			i++
+	writable := false
+	eachClause(mode, func(who string, op byte, perms string) {
+		if op != '-' && strings.ContainsRune(perms, 'w') && (who == "" || strings.ContainsAny(who, "ao")) {
+			writable = true
 		}
-		who := clause[:i]
-		for i < len(clause) {
-			op := clause[i]
-			if op != '+' && op != '-' && op != '=' {
-				break
-			}
-			i++
-			j := i
-			for j < len(clause) && strings.IndexByte("rwxXstugo", clause[j]) >= 0 {
-				j++
-			}
-			perms := clause[i:j]
-			i = j
-			if op != '-' && strings.ContainsRune(perms, 'w') && (who == "" || strings.ContainsAny(who, "ao")) {
-				return true
-			}
-		}
-	}
-	return false
+	})
+	return writable
 }
 
 // setuidMode flags a mode that sets the setuid or setgid bit: octal with
