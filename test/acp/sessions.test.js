@@ -19,9 +19,7 @@ before(async () => {
     `model: {provider: openai, default: fake-model, base_url: "${model.url}", choices: [other-model]}\napprovals: {mode: manual, timeout: 120}\n`);
   await daemon.start();
   editor = new Editor(daemon.home);
-  const init = await editor.initialize();
-  const sc = init.agentCapabilities.sessionCapabilities;
-  assert.ok(sc.list && sc.resume && sc.close, `session capabilities advertised: ${JSON.stringify(sc)}`);
+  await editor.initialize();
 });
 
 after(async () => {
@@ -34,6 +32,8 @@ const newSession = async (e = editor, cwd = ws) => (await e.request(methods.agen
 const option = (opts, id) => opts.find((o) => o.id === id);
 
 T("session/list pages through the daemon's sessions with titles and cwd, and filters by cwd", async () => {
+  const sc = (await editor.initialize()).agentCapabilities.sessionCapabilities;
+  assert.ok(sc.list && sc.resume && sc.close, `session capabilities advertised: ${JSON.stringify(sc)}`);
   const other = tmp("acp-other-cwd-");
   const ids = [];
   for (let i = 0; i < 3; i++) ids.push((await newSession()).sessionId);
