@@ -46,8 +46,12 @@ key, so a prompt runs exactly once. Approvals become permission requests
 become permission requests whose options are the choices; free-text ones a
 form (elicitation) when the editor offers it, else an agent message with the
 ` + "`sessionctl answer`" + ` command. A prompt the daemon lost in a crash fails with
-the ` + "`sessionctl resolve`" + ` command to run. See README "Use it from your
-editor" and docs/protocol.md, "H. The ACP bridge".`,
+the ` + "`sessionctl resolve`" + ` command to run; the next prompt on that session asks
+the editor whether to discard the lost turn. A prompt sent while the daemon
+is down waits for it up to --reconnect-timeout. session/list, resume, close
+and delete work on the daemon's sessions; the mode, model and sandbox
+options are stored in the session (session.update). See README "Editors"
+and docs/protocol.md, "H. The ACP bridge".`,
 		Example: `  # Zed settings.json (Zed before v0.208: drop "type")
   "agent_servers": {
     "sessiond": { "type": "custom", "command": "/usr/local/bin/sessionctl", "args": ["acp"],
