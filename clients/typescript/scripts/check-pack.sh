@@ -20,7 +20,8 @@ trap cleanup EXIT
 
 cd "$here"
 tarball=$(npm pack --silent --pack-destination "$work" | tail -1)
-tar -tzf "$work/$tarball" | grep -q 'package/dist/index.js' || { echo "check-pack: $tarball has no dist/index.js" >&2; exit 1; }
+tar -tzf "$work/$tarball" > "$work/contents"
+grep -qx 'package/dist/index.js' "$work/contents" || { echo "check-pack: $tarball has no dist/index.js (the prepare script builds it)" >&2; exit 1; }
 tsver=$(node -p 'require("./package-lock.json").packages["node_modules/typescript"].version')
 nodever=$(node -p 'require("./package-lock.json").packages["node_modules/@types/node"].version')
 
