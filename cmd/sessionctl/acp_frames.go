@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"sync"
 	"time"
@@ -237,7 +236,3 @@ func (f *frames) drain(ctx context.Context) int {
 // drainTimeout bounds how long the bridge waits, once stdin closed, for
 // its handlers to answer the requests in flight.
 const drainTimeout = 30 * time.Second
-
-// errBridgeStopping is the cause of the bridge's context once the editor
-// closed stdin.
-var errBridgeStopping = errors.New("the editor closed the connection")
