@@ -42,10 +42,11 @@ test-acp: build ## Run the Node test of `sessionctl acp` (npm ci on first use).
 	$(GO) build -race -ldflags '$(LDFLAGS)' -o $(BIN)/race/ ./cmd/sessionctl
 	cd test/acp && ACP_SESSIONCTL=$(CURDIR)/$(BIN)/race/sessionctl node --test
 
-test-ts: build ## Run the Node tests of the TypeScript client @sessiond/client against bin/sessiond (npm ci on first use).
+test-ts: build ## Run the Node tests of the TypeScript client @sessiond/client against bin/sessiond, then pack it, install the tarball and run its README quick start (npm ci on first use).
 	@command -v node >/dev/null || { echo "make test-ts needs Node.js 20+ (apt-get install nodejs npm)"; exit 1; }
 	@[ -d clients/typescript/node_modules ] || (cd clients/typescript && npm ci --no-audit --no-fund)
 	cd clients/typescript && npm test
+	cd clients/typescript && SESSIOND_BIN=$(CURDIR)/$(BIN)/sessiond npm run check-pack
 
 test-short: ## Run every test without the race detector (faster; before a commit, run make test).
 	$(GO) test -count=1 -timeout 20m ./...

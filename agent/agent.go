@@ -25,6 +25,9 @@ type Session struct {
 	Model    string
 	BaseURL  string
 	Toolsets []string
+	// ApprovalMode, when set, is the session's approvals mode (manual |
+	// strict | off, session.update) in place of Config.ApprovalMode.
+	ApprovalMode string
 	// Sandbox confines the session's terminal commands (the session's
 	// frozen policy and the daemon's home out of reach); nil when its
 	// sandbox mode is off: commands run unsandboxed.
@@ -350,7 +353,11 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, callID string, args tools.TerminalArgs) (confined, ok bool) {
 	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome,
 		Cwd: s.Cwd, WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
-	in := DecisionInput{ApprovalMode: r.Config.ApprovalMode, Command: args.Command, Risk: cls,
+	mode := r.Config.ApprovalMode
+	if s.ApprovalMode != "" {
+		mode = s.ApprovalMode
+	}
+	in := DecisionInput{ApprovalMode: mode, Command: args.Command, Risk: cls,
 		SandboxUnavailable: s.SandboxUnavailable, Escalated: args.SandboxPermissions == tools.SandboxEscalated, Justification: args.Justification}
 	if s.Sandbox != nil {
 		in.Sandbox = &s.Sandbox.Policy

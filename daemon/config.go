@@ -50,8 +50,11 @@ type Config struct {
 type ModelConfig struct {
 	Provider string `yaml:"provider"` // openai (default) or custom
 	Default  string `yaml:"default"`  // model name used when session.create gives none
-	BaseURL  string `yaml:"base_url"` // env OPENAI_BASE_URL when empty
-	APIKey   string `yaml:"api_key"`  // env OPENAI_API_KEY when empty
+	// Choices are more model names offered to pickers (daemon.info's
+	// models, the ACP bridge's model option), after Default.
+	Choices []string `yaml:"choices"`
+	BaseURL string   `yaml:"base_url"` // env OPENAI_BASE_URL when empty
+	APIKey  string   `yaml:"api_key"`  // env OPENAI_API_KEY when empty
 	// ConnectTimeout and IdleTimeout are in seconds: the wait for response
 	// headers, and the longest gap between streamed chunks.
 	ConnectTimeout int `yaml:"connect_timeout"`

@@ -141,7 +141,8 @@ func (d *Daemon) daemonInfo(ctx context.Context, c *rpc.Conn, p protocol.DaemonI
 	}
 	info := protocol.DaemonInfo{Version: Version, Protocol: protocol.Version, PID: d.desc.PID, BootEpoch: int64(d.epoch),
 		StartedAt: d.desc.StartedAt, Home: d.home, Sessions: counts.Sessions, RunningTurns: d.sched.RunningCount(),
-		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy())}
+		HeldSessions: counts.Held, OpenPrompts: counts.Prompts, Sandbox: d.sandboxInfo(d.cfg.Sandbox.Policy()),
+		Models: d.models(), ApprovalMode: d.cfg.Approvals.Mode}
 	info.Storage = protocol.StorageInfo{Driver: string(d.db.Driver()), Database: d.db.Path()}
 	owned, live, err := d.queue.ClusterCounts(ctx)
 	if err != nil {

@@ -2,12 +2,15 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
+	"unicode"
 
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/rpc"
+	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -19,25 +22,75 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	if err := required("session_id", p.SessionID); err != nil {
 		return protocol.SessionSummary{}, err
 	}
-	if p.Title == nil || strings.TrimSpace(*p.Title) == "" {
-		return protocol.SessionSummary{}, protocol.InvalidParams("title", "required: the new title")
+	if p.Title == nil && p.Model == nil && p.ApprovalMode == nil && p.Sandbox == nil {
+		return protocol.SessionSummary{}, protocol.InvalidParams("title", "required: at least one of title, model, approval_mode and sandbox")
 	}
-	if len(*p.Title) > 500 {
-		return protocol.SessionSummary{}, protocol.InvalidParams("title", "longer than 500 bytes")
+	if p.Title != nil {
+		if strings.TrimSpace(*p.Title) == "" {
+			return protocol.SessionSummary{}, protocol.InvalidParams("title", "required: the new title")
+		}
+		if len(*p.Title) > 500 {
+			return protocol.SessionSummary{}, protocol.InvalidParams("title", "longer than 500 bytes")
+		}
 	}
-	var old string
+	if p.Model != nil {
+		if strings.TrimSpace(*p.Model) == "" || len(*p.Model) > 200 || strings.ContainsFunc(*p.Model, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return protocol.SessionSummary{}, protocol.InvalidParams("model", "must be 1-200 bytes of printable text")
+		}
+	}
+	var old sessionRow
+	var settings store.SessionSettings
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		s, err := getSession(tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		old = s.Title
-		return store.RenameSession(tx, p.SessionID, *p.Title)
+		old = s
+		if p.Title != nil {
+			if err := store.RenameSession(tx, p.SessionID, *p.Title); err != nil {
+				return err
+			}
+		}
+		settings = store.SessionSettings{Model: p.Model, ApprovalMode: p.ApprovalMode}
+		if sp := p.Sandbox; sp != nil {
+			// Narrowed from the session's own sandbox, never from the
+			// configuration: a session's sandbox only ever shrinks.
+			pol, err := d.policy(s).Narrow(sandbox.Mode(sp.Mode), sp.Network, sp.WritableRoots)
+			if err != nil {
+				field, msg, _ := strings.Cut(err.Error(), ": ")
+				return protocol.InvalidParams(field, "%s", msg)
+			}
+			pol.ReadableRoots = nil // the operator's, read at every command
+			b, err := json.Marshal(pol)
+			if err != nil {
+				return err
+			}
+			js := string(b)
+			settings.Sandbox = &js
+		}
+		return store.UpdateSessionSettings(tx, p.SessionID, settings)
 	})
 	if err != nil {
 		return protocol.SessionSummary{}, err
 	}
-	d.audit().Info("session renamed", append(connAttrs(c), "session_id", p.SessionID, "old_title", old, "title", *p.Title)...)
+	attrs := append(connAttrs(c), "session_id", p.SessionID)
+	if p.Title != nil {
+		attrs = append(attrs, "old_title", old.Title, "title", *p.Title)
+	}
+	if p.Model != nil {
+		attrs = append(attrs, "old_model", old.Model, "model", *p.Model)
+	}
+	if p.ApprovalMode != nil {
+		attrs = append(attrs, "old_approval_mode", d.approvalMode(old), "approval_mode", *p.ApprovalMode)
+	}
+	if settings.Sandbox != nil {
+		attrs = append(attrs, "old_sandbox", d.policy(old).String(), "sandbox", *settings.Sandbox)
+	}
+	msg := "session settings changed"
+	if p.Model == nil && p.ApprovalMode == nil && p.Sandbox == nil {
+		msg = "session renamed"
+	}
+	d.audit().Info(msg, attrs...)
 	return d.sessionSummary(ctx, p.SessionID)
 }
 

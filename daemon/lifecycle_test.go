@@ -198,3 +198,62 @@ func TestApprovalsRevoke(t *testing.T) {
 	_, err = call(t, d.approvalsRevoke, map[string]any{"pattern": " "})
 	wantWire(t, err, protocol.ReasonInvalidParams)
 }
+
+// TestSessionUpdateSettings: session.update changes a session's model and
+// approvals mode and narrows its sandbox, durably (a restarted daemon on
+// the home reads them back); a wider sandbox, an unknown mode or an empty
+// model is invalid_params and changes nothing.
+func TestSessionUpdateSettings(t *testing.T) {
+	d := startTest(t, "sandbox: {mode: workspace-write, network: false}\napprovals: {mode: manual}\nmodel: {choices: [other-model, fake-model]}\n")
+	sid := mustSession(t, d)
+	snap, err := d.snapshot(sid, nil)
+	if err != nil || snap.ApprovalMode != "manual" || snap.Sandbox.Mode != "workspace-write" {
+		t.Fatalf("before: %+v %v", snap, err)
+	}
+	info, err := call(t, d.daemonInfo, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := d.cfg.Model.Default + ",other-model" // the default first, then the choices, once each
+	if got := info.(protocol.DaemonInfo); strings.Join(got.Models, ",") != want || got.ApprovalMode != "manual" {
+		t.Fatalf("daemon.info models %q approval_mode %q; want %q and manual", got.Models, got.ApprovalMode, want)
+	}
+	if _, err := call(t, d.sessionUpdate, map[string]any{"session_id": sid, "model": "other-model", "approval_mode": "strict",
+		"sandbox": map[string]any{"mode": "read-only"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []map[string]any{
+		{"session_id": sid, "sandbox": map[string]any{"mode": "workspace-write"}},
+		{"session_id": sid, "sandbox": map[string]any{"network": true}},
+		{"session_id": sid, "sandbox": map[string]any{"mode": "off"}},
+		{"session_id": sid, "approval_mode": "never"},
+		{"session_id": sid, "model": " "},
+		{"session_id": sid, "model": "a\x1bb"},
+	} {
+		_, err := call(t, d.sessionUpdate, bad)
+		wantWire(t, err, protocol.ReasonInvalidParams)
+	}
+	check := func(d *Daemon, when string) {
+		t.Helper()
+		snap, err := d.snapshot(sid, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Model != "other-model" || snap.ApprovalMode != "strict" || snap.Sandbox.Mode != "read-only" || snap.Sandbox.Network {
+			t.Fatalf("%s: model %q approval_mode %q sandbox %+v; want other-model, strict, read-only without network", when, snap.Model, snap.ApprovalMode, snap.Sandbox)
+		}
+	}
+	check(d, "after session.update")
+	home := d.home
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Start(context.Background(), Options{Home: home, Logger: d.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Stop(ctx)
+	check(d2, "after a restart")
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -129,6 +130,27 @@ func (d *Daemon) policy(s sessionRow) sandbox.Policy {
 	return p
 }
 
+// approvalMode is the session's approvals mode: its own (session.update),
+// else the configured one.
+func (d *Daemon) approvalMode(s sessionRow) string {
+	if s.ApprovalMode.Valid && s.ApprovalMode.String != "" {
+		return s.ApprovalMode.String
+	}
+	return d.cfg.Approvals.Mode
+}
+
+// models are daemon.info's models: model.default, then model.choices,
+// without repeats or blanks.
+func (d *Daemon) models() []string {
+	out := []string{}
+	for _, m := range append([]string{d.cfg.Model.Default}, d.cfg.Model.Choices...) {
+		if m = strings.TrimSpace(m); m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // sandboxInfo describes policy p on the wire, with whether this daemon
 // enforces it.
 func (d *Daemon) sandboxInfo(p sandbox.Policy) protocol.SandboxInfo {
@@ -199,7 +221,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*protocol.Snapshot
 		}
 		snap = protocol.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
 			BaseURL: s.BaseURL, Toolsets: s.ToolsetNames(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
-			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
+			ApprovalMode: d.approvalMode(s), ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []protocol.Message{}, Prompts: []protocol.Prompt{}, Pending: []protocol.Receipt{}}
 		// Bounded whatever the session's size: the newest messages only
 		// (session.messages pages back), long fields cut.

@@ -76,7 +76,8 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 	}
 	x := t.Admission.Execution()
 	turn := agent.Turn{SessionID: x.SessionID, AdmissionID: x.AdmissionID, Generation: x.Generation, LeaseEpoch: x.LeaseEpoch}
-	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.ToolsetNames()}
+	as := agent.Session{ID: s.SessionID, Cwd: s.Cwd, Model: s.Model, BaseURL: s.BaseURL, Toolsets: s.ToolsetNames(),
+		ApprovalMode: e.d.approvalMode(s)}
 	if pol := e.d.policy(s); pol.Mode != sandbox.ModeOff {
 		as.Sandbox = tools.SandboxSpec(pol, e.d.home, e.d.hiddenFiles, e.d.storeSockets...)
 		if e.d.sandboxErr != nil {

@@ -36,6 +36,13 @@ type DaemonInfo struct {
 	// the approvals and clarifications waiting for an answer, daemon-wide.
 	HeldSessions int64 `json:"held_sessions"`
 	OpenPrompts  int64 `json:"open_prompts"`
+	// Models are the model names offered for a session's model (the
+	// configured model.default, then model.choices), for pickers such as
+	// the ACP bridge's; session.update accepts any other name too.
+	Models []string `json:"models"`
+	// ApprovalMode is the configured approvals.mode (manual | strict |
+	// off), the mode of sessions that did not set their own.
+	ApprovalMode string `json:"approval_mode"`
 	// Storage is the state of state.db's WAL as of the last periodic
 	// checkpoint (docs/protocol.md Part 2, section F).
 	Storage StorageInfo `json:"storage"`
@@ -198,16 +205,21 @@ type Snapshot struct {
 	Toolsets  []string `json:"toolsets"`
 	Source    string   `json:"source,omitempty"`
 	CreatedAt string   `json:"created_at"`
-	// Sandbox is the session's sandbox, frozen at creation.
-	Sandbox             SandboxInfo `json:"sandbox"`
-	ExecutionGeneration int64       `json:"execution_generation"`
-	Running             *string     `json:"running" jsonschema:"nullable"`
-	Messages            []Message   `json:"messages"`
-	Prompts             []Prompt    `json:"prompts"`
-	Pending             []Receipt   `json:"pending"`
-	LastSeq             int64       `json:"last_seq"`
-	Events              []Event     `json:"events,omitempty"`
-	SnapshotRequired    bool        `json:"snapshot_required,omitempty"`
+	// Sandbox is the session's sandbox, frozen at creation (and only
+	// ever narrowed by session.update).
+	Sandbox SandboxInfo `json:"sandbox"`
+	// ApprovalMode is the session's approvals mode (manual | strict |
+	// off): the one session.update set, else the configured
+	// approvals.mode.
+	ApprovalMode        string    `json:"approval_mode"`
+	ExecutionGeneration int64     `json:"execution_generation"`
+	Running             *string   `json:"running" jsonschema:"nullable"`
+	Messages            []Message `json:"messages"`
+	Prompts             []Prompt  `json:"prompts"`
+	Pending             []Receipt `json:"pending"`
+	LastSeq             int64     `json:"last_seq"`
+	Events              []Event   `json:"events,omitempty"`
+	SnapshotRequired    bool      `json:"snapshot_required,omitempty"`
 	// MessagesTruncated says that Messages holds only the newest messages
 	// (at most MaxSnapshotMessages and about MaxSnapshotBytes of them);
 	// session.messages with before_id = Messages[0].id pages back.
@@ -361,11 +373,20 @@ const (
 	DefaultMessagesLimit = 200
 )
 
-// SessionUpdateParams are the params of session.update: the new Title
-// (required, not blank, at most 500 bytes).
+// SessionUpdateParams are the params of session.update: at least one of
+// Title (not blank, at most 500 bytes), Model (the model name of the
+// session's next turns, 1-200 bytes of printable text), ApprovalMode
+// ("manual", "strict" or "off": the session's approvals mode from its next
+// turn on, in place of the configured approvals.mode) and Sandbox (the
+// session's sandbox narrowed further: a more confined mode, network off,
+// writable roots inside its current ones; widening is invalid_params
+// naming the field). Every change is durable in the sessions row.
 type SessionUpdateParams struct {
-	SessionID string  `json:"session_id"`
-	Title     *string `json:"title"`
+	SessionID    string         `json:"session_id"`
+	Title        *string        `json:"title,omitempty"`
+	Model        *string        `json:"model,omitempty"`
+	ApprovalMode *string        `json:"approval_mode,omitempty" jsonschema:"enum=manual,enum=strict,enum=off"`
+	Sandbox      *SandboxParams `json:"sandbox,omitempty"`
 }
 
 // SessionDeleteParams are the params of session.delete.

@@ -188,8 +188,34 @@ func (p RespondParams) Validate() error {
 // Validate checks session_id's length.
 func (p ApprovalsListParams) Validate() error { return maxLen("session_id", p.SessionID, MaxIDBytes) }
 
-// Validate checks session_id's length; the daemon checks the title.
-func (p SessionUpdateParams) Validate() error { return maxLen("session_id", p.SessionID, MaxIDBytes) }
+// Validate checks the lengths and the approvals mode; the daemon checks
+// the title, the model's text and the sandbox against the session's.
+func (p SessionUpdateParams) Validate() error {
+	err := maxLen("session_id", p.SessionID, MaxIDBytes)
+	if err == nil && p.Model != nil {
+		err = maxLen("model", *p.Model, MaxModelBytes)
+	}
+	if err != nil {
+		return err
+	}
+	if m := p.ApprovalMode; m != nil && *m != "manual" && *m != "strict" && *m != "off" {
+		return InvalidParams("approval_mode", "must be manual, strict or off, got %q", *m)
+	}
+	if s := p.Sandbox; s != nil {
+		if err := maxLen("sandbox.mode", s.Mode, MaxNameBytes); err != nil {
+			return err
+		}
+		if len(s.WritableRoots) > MaxRoots {
+			return InvalidParams("sandbox.writable_roots", "%d entries; at most %d", len(s.WritableRoots), MaxRoots)
+		}
+		for _, r := range s.WritableRoots {
+			if err := maxLen("sandbox.writable_roots", r, MaxPathBytes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // Validate checks session_id's length; the daemon requires it.
 func (p SessionDeleteParams) Validate() error { return maxLen("session_id", p.SessionID, MaxIDBytes) }

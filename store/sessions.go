@@ -22,11 +22,12 @@ type Session struct {
 	ExecutionGeneration int64          `db:"execution_generation"`
 	NextAdmissionSeq    int64          `db:"next_admission_seq"`
 	LastEventSeq        int64          `db:"last_event_seq"`
-	Sandbox             sql.NullString `db:"sandbox"` // JSON sandbox.Policy, NULL for sessions older than 0002
+	Sandbox             sql.NullString `db:"sandbox"`       // JSON sandbox.Policy, NULL for sessions older than 0002
+	ApprovalMode        sql.NullString `db:"approval_mode"` // manual | strict | off; NULL: the configured approvals.mode (0008)
 }
 
 const sessionColumns = `session_id, title, cwd, model, provider, base_url, toolsets, source, create_request_id,
-	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox`
+	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox, approval_mode`
 
 // ToolsetNames decodes Toolsets; never nil.
 func (s Session) ToolsetNames() []string {
@@ -78,4 +79,32 @@ func InsertSession(tx *Tx, s NewSession) error {
 func RenameSession(tx *Tx, id, title string) error {
 	_, err := tx.Exec(`UPDATE sessions SET title = ? WHERE session_id = ?`, title, id)
 	return err
+}
+
+// SessionSettings are the columns session.update may change besides the
+// title; a nil field is left as it is.
+type SessionSettings struct {
+	Model        *string
+	ApprovalMode *string // manual | strict | off
+	Sandbox      *string // JSON sandbox.Policy, already narrowed by the caller
+}
+
+// UpdateSessionSettings writes the settings of session id in tx.
+func UpdateSessionSettings(tx *Tx, id string, s SessionSettings) error {
+	if s.Model != nil {
+		if _, err := tx.Exec(`UPDATE sessions SET model = ? WHERE session_id = ?`, *s.Model, id); err != nil {
+			return err
+		}
+	}
+	if s.ApprovalMode != nil {
+		if _, err := tx.Exec(`UPDATE sessions SET approval_mode = ? WHERE session_id = ?`, *s.ApprovalMode, id); err != nil {
+			return err
+		}
+	}
+	if s.Sandbox != nil {
+		if _, err := tx.Exec(`UPDATE sessions SET sandbox = ? WHERE session_id = ?`, *s.Sandbox, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -46,8 +46,12 @@ key, so a prompt runs exactly once. Approvals become permission requests
 become permission requests whose options are the choices; free-text ones a
 form (elicitation) when the editor offers it, else an agent message with the
 ` + "`sessionctl answer`" + ` command. A prompt the daemon lost in a crash fails with
-the ` + "`sessionctl resolve`" + ` command to run. See README "Use it from your
-editor" and docs/protocol.md, "H. The ACP bridge".`,
+the ` + "`sessionctl resolve`" + ` command to run; the next prompt on that session asks
+the editor whether to discard the lost turn. A prompt sent while the daemon
+is down waits for it up to --reconnect-timeout. session/list, resume, close
+and delete work on the daemon's sessions; the mode, model and sandbox
+options are stored in the session (session.update). See README "Editors"
+and docs/protocol.md, "H. The ACP bridge".`,
 		Example: `  # Zed settings.json (Zed before v0.208: drop "type")
   "agent_servers": {
     "sessiond": { "type": "custom", "command": "/usr/local/bin/sessionctl", "args": ["acp"],
@@ -65,13 +69,22 @@ editor" and docs/protocol.md, "H. The ACP bridge".`,
 		// The SDK logs through slog.Default (its SetLogger races with the
 		// reader it has already started), so the default goes to stderr too.
 		slog.SetDefault(log)
-		conn := acp.NewAgentSideConnection(b, &scopeWriter{w: a.stdout}, a.stdin)
+		f := newFrames(b, a.stdout)
+		conn := acp.NewAgentSideConnection(b, f.out, f.filter(a.stdin))
 		b.setConn(conn)
 		select {
 		case <-conn.Done():
 		case <-ctx.Done():
 		}
+		// Every request in flight is answered before the bridge exits: its
+		// prompts stop following their turns (which go on in the daemon)
+		// and say so.
 		b.stop()
+		dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		if n := f.drain(dctx); n > 0 {
+			log.Warn("exiting with requests unanswered", "count", n)
+		}
 		return nil
 	})
 	return cmd
@@ -88,24 +101,33 @@ type bridge struct {
 	ctx    context.Context // ends when the bridge stops
 	cancel context.CancelFunc
 
-	mu         sync.Mutex
-	clientCaps acp.ClientCapabilities       // from initialize
-	turns      map[string]map[*acpTurn]bool // session id -> prompts in flight
-	notes      map[string][]string          // session id -> notes for its first prompt
+	mu            sync.Mutex
+	clientCaps    acp.ClientCapabilities       // from initialize
+	turns         map[string]map[*acpTurn]bool // session id -> prompts in flight
+	notes         map[string][]string          // session id -> notes for its first prompt
+	byRequest     map[string]*acpTurn          // the editor's request id (frames' key) -> its prompt
+	cancelledReqs map[string]bool              // $/cancel_request of prompts not registered yet
 }
 
 var (
 	_ acp.Agent       = (*bridge)(nil)
 	_ acp.AgentLoader = (*bridge)(nil)
+
+	_ acp.ExtensionMethodHandler = (*bridge)(nil)
 )
 
 func newBridge(a *app, log *slog.Logger, reconnectFor time.Duration) *bridge {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &bridge{app: a, log: log, reconnectFor: reconnectFor, ctx: ctx, cancel: cancel, ready: make(chan struct{}),
-		turns: map[string]map[*acpTurn]bool{}, notes: map[string][]string{}}
+		turns: map[string]map[*acpTurn]bool{}, notes: map[string][]string{},
+		byRequest: map[string]*acpTurn{}, cancelledReqs: map[string]bool{}}
 }
 
 func (b *bridge) stop() { b.cancel() }
+
+// stopping says the bridge is exiting (the editor closed stdin or a
+// signal came).
+func (b *bridge) stopping() bool { return b.ctx.Err() != nil }
 
 // setConn hands the bridge its connection; the SDK's reader may deliver a
 // request before NewAgentSideConnection returns, so handlers wait for it.
@@ -124,6 +146,9 @@ func (b *bridge) client() *acp.AgentSideConnection {
 // a daemon refusal keeps its code and reason; no daemon or a lost one gives
 // -32000 with the explaining line (how to start it).
 func daemonErr(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return acp.NewRequestCancelled(map[string]any{"reason": "cancelled", "error": "the request was cancelled ($/cancel_request) or the editor closed the connection"})
+	}
 	var re *protocol.Error
 	if errors.As(err, &re) {
 		return refusal(re)
@@ -156,6 +181,11 @@ func (b *bridge) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: acp.SessionCapabilities{
+				List: &acp.SessionListCapabilities{}, Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{},
+				// session/delete (ACP 1.0) has no type in acp-go-sdk v0.13.0.
+				Meta: map[string]any{"delete": map[string]any{}},
+			},
 		},
 		AgentInfo: &acp.Implementation{Name: "sessiond", Title: &title, Version: info.Version,
 			Meta: map[string]any{"sessionctl": version, "home": info.Home, "boot_epoch": info.BootEpoch}},
@@ -164,9 +194,11 @@ func (b *bridge) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 }
 
 // Authenticate is not needed: the bridge authenticates to the daemon with
-// the home's descriptor token.
+// the home's descriptor token and advertises no auth method, so every
+// methodId is refused as invalid params.
 func (b *bridge) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	return acp.AuthenticateResponse{}, nil
+	return acp.AuthenticateResponse{}, acp.NewInvalidParams(map[string]any{"reason": "invalid_params", "methodId": p.MethodId,
+		"error": fmt.Sprintf("unknown auth method %q: sessiond advertises none (the bridge authenticates to the daemon with the home's daemon.json token)", p.MethodId)})
 }
 
 const mcpUnsupported = "sessiond does not support MCP servers yet: the %d MCP server(s) the editor configured are not connected to this session; it has the terminal and clarify tools only."
@@ -178,6 +210,9 @@ func (b *bridge) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		return acp.NewSessionResponse{}, daemonErr(err)
 	}
 	resp := acp.NewSessionResponse{SessionId: acp.SessionId(snap.SessionID)}
+	if st, err := b.state(ctx, snap.SessionID); err == nil {
+		resp.ConfigOptions, resp.Modes = st.configOptions(), st.modeState()
+	}
 	if n := len(p.McpServers); n > 0 {
 		note := fmt.Sprintf(mcpUnsupported, n)
 		resp.Meta = map[string]any{"sessiond": map[string]any{"mcpServers": "unsupported", "note": note}}
@@ -201,11 +236,11 @@ func (b *bridge) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp
 			return acp.LoadSessionResponse{}, err
 		}
 	}
-	var meta map[string]any
-	if n := len(p.McpServers); n > 0 {
-		meta = map[string]any{"sessiond": map[string]any{"mcpServers": "unsupported", "note": fmt.Sprintf(mcpUnsupported, n)}}
+	resp := acp.LoadSessionResponse{Meta: b.mcpMeta(len(p.McpServers))}
+	if st, err := b.state(ctx, string(p.SessionId)); err == nil {
+		resp.ConfigOptions, resp.Modes = st.configOptions(), st.modeState()
 	}
-	return acp.LoadSessionResponse{Meta: meta}, nil
+	return resp, nil
 }
 
 // Cancel stops the session's prompts in flight: a queued one is withdrawn
@@ -250,6 +285,7 @@ func (b *bridge) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespo
 	}
 	t := &acpTurn{b: b, sessionID: string(p.SessionId), inputID: inputID, text: text, lastSeq: -1,
 		cancelCh: make(chan struct{}, 1), perms: map[string]context.CancelFunc{}, tools: map[string]*acpTool{}}
+	reqKey, _ := p.Meta[requestIDMeta].(string) // set by the frame filter
 	b.mu.Lock()
 	if b.turns[t.sessionID] == nil {
 		b.turns[t.sessionID] = map[*acpTurn]bool{}
@@ -257,12 +293,24 @@ func (b *bridge) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespo
 	b.turns[t.sessionID][t] = true
 	notes := b.notes[t.sessionID]
 	delete(b.notes, t.sessionID)
+	cancelledEarly := false
+	if reqKey != "" {
+		b.byRequest[reqKey] = t
+		cancelledEarly = b.cancelledReqs[reqKey]
+		delete(b.cancelledReqs, reqKey)
+	}
 	b.mu.Unlock()
+	if cancelledEarly {
+		t.cancelByRequest()
+	}
 	defer func() {
 		b.mu.Lock()
 		delete(b.turns[t.sessionID], t)
 		if len(b.turns[t.sessionID]) == 0 {
 			delete(b.turns, t.sessionID)
+		}
+		if reqKey != "" {
+			delete(b.byRequest, reqKey)
 		}
 		b.mu.Unlock()
 		t.withdrawPermissions()
@@ -271,10 +319,23 @@ func (b *bridge) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespo
 		t.say(n + "\n\n")
 	}
 	stop, rerr := t.run()
+	if rerr != nil && b.stopping() {
+		return acp.PromptResponse{}, &acp.RequestError{Code: protocol.CodeRefused, Data: map[string]any{"reason": "bridge_stopped", "input_id": t.inputID},
+			Message: fmt.Sprintf("sessionctl acp is exiting (the editor closed its stdin): it stops following this prompt; if the daemon admitted it (input id %s), it runs there — session/load shows its result", t.inputID)}
+	}
 	if rerr != nil {
 		return acp.PromptResponse{}, rerr
 	}
+	b.mu.Lock()
+	byRequest := t.byRequest
+	b.mu.Unlock()
+	if byRequest && stop == acp.StopReasonCancelled {
+		return acp.PromptResponse{}, acp.NewRequestCancelled(map[string]any{"reason": "cancelled", "input_id": t.inputID, "outcome": t.outcome})
+	}
 	resp := acp.PromptResponse{StopReason: stop}
+	if t.declined != nil {
+		resp.Meta = map[string]any{"sessiond": t.declined}
+	}
 	if p.MessageId != nil {
 		resp.UserMessageId = p.MessageId
 	}
@@ -300,6 +361,8 @@ type acpTurn struct {
 
 	cancelCh        chan struct{}
 	cancelRequested bool
+	byRequest       bool           // cancelled by $/cancel_request of its request (answers -32800)
+	declined        map[string]any // set when the editor kept a crash's unknown turn: why the prompt was not sent
 
 	pmu   sync.Mutex
 	perms map[string]context.CancelFunc // prompt id -> withdraws its permission request
@@ -309,6 +372,14 @@ type acpTurn struct {
 type acpTool struct {
 	name   string
 	output string
+}
+
+// cancelByRequest is requestCancel for $/cancel_request.
+func (t *acpTurn) cancelByRequest() {
+	t.b.mu.Lock()
+	t.byRequest = true
+	t.b.mu.Unlock()
+	t.requestCancel()
 }
 
 func (t *acpTurn) requestCancel() {
@@ -335,8 +406,9 @@ func (t *acpTurn) settled() bool {
 // the stop reason or the request's error.
 func (t *acpTurn) run() (acp.StopReason, error) {
 	ctx := t.b.ctx
-	var lostAt time.Time
+	lostAt := time.Now()
 	backoff := 100 * time.Millisecond
+	waitSaid := false
 	for attempt := 0; ; attempt++ {
 		c, _, err := t.b.app.connect(ctx, rpc.DialOptions{})
 		if err == nil {
@@ -349,23 +421,49 @@ func (t *acpTurn) run() (acp.StopReason, error) {
 			if err == nil {
 				return t.finish()
 			}
+			if errors.Is(err, errDeclined) {
+				if t.cancelRequested { // session/cancel while the editor was asked
+					return acp.StopReasonCancelled, nil
+				}
+				return acp.StopReasonRefusal, nil
+			}
 			if !errors.Is(err, errLost) {
 				return "", err
 			}
 			t.b.log.Warn("lost the daemon; reconnecting", "session", t.sessionID, "why", describeClosed(c.Err()))
 			lostAt, backoff = time.Now(), 100*time.Millisecond
 		} else {
-			if attempt == 0 || ctx.Err() != nil {
+			// The daemon is down or restarting (also before this prompt
+			// was sent): wait for it up to --reconnect-timeout.
+			if ctx.Err() != nil {
 				return "", daemonErr(err)
 			}
 			if time.Since(lostAt) > t.b.reconnectFor {
-				return "", &acp.RequestError{Code: protocol.CodeRefused, Data: map[string]any{"reason": "daemon_unreachable", "input_id": t.inputID},
-					Message: fmt.Sprintf("lost the daemon and could not reconnect within %v: %s (the input, id %s, is kept in the daemon if it was admitted)", t.b.reconnectFor, oneLine(err.Error()), t.inputID)}
+				what := "the daemon was not reachable"
+				if attempt > 0 && t.admissionID != "" {
+					what = "lost the daemon"
+				}
+				kept := "nothing was sent"
+				if t.admissionID != "" {
+					kept = fmt.Sprintf("the input, id %s, is kept in the daemon and runs once it is back", t.inputID)
+				}
+				return "", &acp.RequestError{Code: protocol.CodeRefused, Data: map[string]any{"reason": "daemon_unreachable", "input_id": t.inputID, "admitted": t.admissionID != ""},
+					Message: fmt.Sprintf("%s and could not reconnect within %v (--reconnect-timeout): %s; %s", what, t.b.reconnectFor, oneLine(err.Error()), kept)}
+			}
+			if !waitSaid {
+				waitSaid = true
+				t.b.log.Warn("the daemon is not reachable; waiting for it", "session", t.sessionID, "input_id", t.inputID, "for", t.b.reconnectFor, "err", oneLine(err.Error()))
+				t.say(fmt.Sprintf("_The daemon is not reachable (%s); waiting up to %v for it to come back._\n\n", oneLine(err.Error()), t.b.reconnectFor))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
+		case <-t.cancelCh:
+			if t.admissionID == "" {
+				return acp.StopReasonCancelled, nil // nothing was admitted: nothing to withdraw
+			}
+			t.cancelRequested = true // withdrawn or interrupted once the daemon is back
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)
@@ -417,6 +515,11 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 		}
 		return daemonErr(err)
 	}
+	if t.status != string(protocol.StatusStarted) {
+		if err := t.discardUnknown(ctx, c, snap); err != nil {
+			return err
+		}
+	}
 	var r protocol.Receipt
 	for {
 		err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: t.sessionID, InputID: t.inputID, Text: t.text}, &r)
@@ -465,6 +568,10 @@ func (t *acpTurn) follow(ctx context.Context, c *rpc.Client) error {
 		}
 	}
 	cancelled := false
+	if t.cancelRequested { // session/cancel came while the daemon was away
+		cancelled = true
+		t.cancelOn(ctx, c)
+	}
 	for {
 		select {
 		case n, ok := <-c.Notifications():
@@ -793,28 +900,6 @@ func (t *acpTurn) withdrawPermissions() {
 	t.pmu.Unlock()
 }
 
-// The rest of acp.Agent: not offered (no capability advertised).
-
-func (b *bridge) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
-}
-
-func (b *bridge) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
-}
-
-func (b *bridge) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
-}
-
-func (b *bridge) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
-}
-
-func (b *bridge) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
-	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
-}
-
 // scopeWriter passes the SDK's frames to w, one Write per frame. It adds the
 // session scope (sessionId, toolCallId) that the ACP schema requires on
 // elicitation/create and that acp-go-sdk v0.13.0's request type cannot
@@ -864,4 +949,126 @@ func addElicitationScope(frame []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return append(out, '\n'), true
+}
+
+// errDeclined ends a prompt whose editor chose to keep a crash's unknown
+// turn: nothing of the prompt is sent (or its queued input is withdrawn).
+var errDeclined = errors.New("the editor kept the unknown turn")
+
+// Permission option ids of the unknown-turn question.
+const (
+	optDiscard = "discard_unknown"
+	optKeep    = "keep_unknown"
+)
+
+// discardUnknown handles a session held by an unknown admission (a turn
+// the daemon lost in a crash; not this prompt's own): the editor is asked
+// whether to discard it. Allow: prompt.resolve_unknown with its generation
+// (already resolved by someone else is fine) and the prompt goes on.
+// Reject or cancel: the prompt's own queued input, if admitted, is
+// withdrawn and errDeclined ends the prompt (stop reason refusal).
+func (t *acpTurn) discardUnknown(ctx context.Context, c *rpc.Client, snap protocol.Snapshot) error {
+	var u *protocol.Receipt
+	for i := range snap.Pending {
+		if p := snap.Pending[i]; p.Status == protocol.StatusUnknown && p.AdmissionID != t.admissionID && p.ExecutionGeneration != nil {
+			u = &snap.Pending[i]
+			break
+		}
+	}
+	if u == nil {
+		return nil
+	}
+	resolveCmd := t.b.app.cmdline("resolve", t.sessionID, u.AdmissionID)
+	allow, err := t.askDiscard(ctx, c, *u)
+	if err != nil {
+		return err
+	}
+	if !allow {
+		if t.admissionID != "" && t.status == string(protocol.StatusQueued) {
+			var r protocol.Receipt
+			if err := c.Call(ctx, protocol.MethodPromptCancel, protocol.AdmissionRef{SessionID: t.sessionID, AdmissionID: t.admissionID}, &r); err == nil {
+				t.setReceipt(r)
+			} else if c.Err() != nil {
+				return errLost
+			} else {
+				t.b.log.Warn("withdrawing the held input failed", "admission", t.admissionID, "err", err)
+			}
+		}
+		t.declined = map[string]any{"reason": string(protocol.ReasonUnknownExecution), "admission_id": u.AdmissionID, "resolve": resolveCmd}
+		t.say(fmt.Sprintf("\n\n**Not sent:** the session's last turn was lost in a crash and you kept it, so the session's queue stays held (nothing runs after it). Settle it later with `%s`, or send a prompt again and discard it.\n", resolveCmd))
+		return errDeclined
+	}
+	var r protocol.Receipt
+	err = c.Call(ctx, protocol.MethodResolveUnknown, protocol.ResolveUnknownParams{SessionID: t.sessionID, AdmissionID: u.AdmissionID,
+		ExecutionGeneration: u.ExecutionGeneration}, &r)
+	switch {
+	case err == nil, errors.Is(err, protocol.ErrStaleGeneration): // stale: settled meanwhile by someone else
+	case c.Err() != nil:
+		return errLost
+	default:
+		return daemonErr(err)
+	}
+	t.say("_The turn lost in the crash was discarded (it never runs again); this prompt goes on._\n\n")
+	return nil
+}
+
+// askDiscard asks the editor "discard the lost turn and continue?"; the
+// question is withdrawn when the daemon connection ends (errLost) or the
+// editor cancels the prompt (a reject).
+func (t *acpTurn) askDiscard(ctx context.Context, c *rpc.Client, u protocol.Receipt) (bool, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	what := "a turn"
+	if u.Text != "" {
+		what = fmt.Sprintf("the turn %q", ellipsize(u.Text, 120))
+	}
+	title := "The last turn was lost in a crash: discard it and continue?"
+	body := fmt.Sprintf("The daemon stopped while %s ran, so whether its commands took effect is unknown; it holds the session's queue. Discard it (it is never run again) and send this prompt, or keep it and send nothing?", what)
+	type answer struct {
+		resp acp.RequestPermissionResponse
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := t.b.client().RequestPermission(pctx, acp.RequestPermissionRequest{
+			SessionId: acp.SessionId(t.sessionID),
+			ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId("unknown-" + u.AdmissionID), Title: &title, Kind: acp.Ptr(acp.ToolKindOther),
+				Status:  acp.Ptr(acp.ToolCallStatusPending),
+				Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(body))}},
+			Options: []acp.PermissionOption{
+				{OptionId: optDiscard, Kind: acp.PermissionOptionKindAllowOnce, Name: "Discard it and continue"},
+				{OptionId: optKeep, Kind: acp.PermissionOptionKindRejectOnce, Name: "Keep it (send nothing)"},
+			},
+			Meta: map[string]any{"sessiond": map[string]any{"kind": "unknown_execution", "admission_id": u.AdmissionID,
+				"execution_generation": *u.ExecutionGeneration}},
+		})
+		ch <- answer{resp, err}
+	}()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			t.b.log.Warn("session/request_permission failed; keeping the unknown turn", "admission", u.AdmissionID, "err", a.err)
+			return false, nil
+		}
+		return a.resp.Outcome.Selected != nil && a.resp.Outcome.Selected.OptionId == optDiscard, nil
+	case <-t.cancelCh:
+		t.cancelRequested = true
+		return false, nil
+	case <-c.Done():
+		return false, errLost
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// ellipsize cuts s to at most n runes, marking the cut.
+func ellipsize(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

@@ -22,13 +22,18 @@
 // completion, session ids from the daemon), acp.go (the Agent Client
 // Protocol bridge for editors: an ACP agent on stdio, built on
 // github.com/coder/acp-go-sdk, that follows each prompt over reconnects like
-// send does) and acp_map.go (its pure mappings: stop reasons, permission
-// options, prompt content, history replay).
+// send does), acp_session.go (ACP's session/list, resume, close, delete
+// and the session's config options and modes, stored by session.update),
+// acp_frames.go (its JSON-RPC framing around the SDK: -32700/-32600,
+// session/delete routing, $/cancel_request of prompts, every request
+// answered before exit) and acp_map.go (its pure mappings: stop reasons,
+// permission options, prompt content, history replay).
 //
 // What it must not do: import the daemon or anything below it (store,
 // admission, prompts, agent, tools) — it is a client like any other and
 // must work against any daemon that keeps the protocol. It never re-runs
 // work on its own: a retry re-submits with the same input_id, which the
-// daemon deduplicates, and an unknown admission is only resolved when an
-// operator says so.
+// daemon deduplicates, and an unknown admission is only resolved when a
+// person says so (sessionctl resolve, or the editor's answer to the ACP
+// bridge's "discard the lost turn?").
 package main

@@ -186,7 +186,12 @@ T("session/load replays the history before answering", async () => {
 T("the daemon SIGKILLed with a prompt queued behind a running one: each input runs at most once, the unknown one ends with the resolve command", async () => {
   const s = (await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] })).sessionId;
   const held = [];
+  let discard;
   editor.onPermission = (params, signal) => new Promise((resolve) => {
+    if (params._meta?.sessiond?.kind === "unknown_execution") {
+      discard = () => resolve({ outcome: { outcome: "selected", optionId: "discard_unknown" } });
+      return;
+    }
     held.push(params);
     signal.addEventListener("abort", () => resolve({ outcome: { outcome: "cancelled" } }));
   });
@@ -216,9 +221,14 @@ T("the daemon SIGKILLed with a prompt queued behind a running one: each input ru
   assert.match(resolve, new RegExp(`resolve ${s} adm_`));
   assert.ok(!existsSync(path.join(ws, "crash.txt")), "the unapproved command never ran");
 
-  await eventually("the note that B is held", () => /queued behind a turn the daemon lost/.test(editor.agentText(s, from)));
+  // B, held behind the unknown A, asks the editor to discard A; allowed, A
+  // is resolved (never run again) and B runs.
+  const ask = await eventually("B's question about the lost turn", () =>
+    editor.permissions.find((p) => p.params._meta?.sessiond?.kind === "unknown_execution"));
   const adm = resolve.split(" ").at(-1);
-  await sessionctl(daemon.home, "resolve", s, adm, "--yes");
+  assert.equal(ask.params._meta.sessiond.admission_id, adm);
+  assert.match(ask.params.toolCall.title, /lost in a crash: discard it and continue\?/);
+  discard();
   const rb = await b;
   assert.equal(rb.stopReason, "end_turn");
   assert.match(editor.agentText(s, from), /You said: after the crash/);

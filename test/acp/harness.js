@@ -141,7 +141,7 @@ export async function sessionctl(home, ...args) {
 // through onPermission (a function of the request params and the abort
 // signal; default: cancelled).
 export class Editor {
-  constructor(home, { elicitation = false } = {}) {
+  constructor(home, { elicitation = false, args = [] } = {}) {
     this.elicitation = elicitation;
     this.elicitations = [];
     this.onElicitation = async () => ({ action: "cancel" });
@@ -151,7 +151,7 @@ export class Editor {
     this.stdout = [];
     this.stderr = [];
     this.onPermission = async () => ({ outcome: { outcome: "cancelled" } });
-    const child = track(spawn(bridgeBin, ["--home", home, "acp"], { stdio: ["pipe", "pipe", "pipe"] }));
+    const child = track(spawn(bridgeBin, ["--home", home, "acp", ...args], { stdio: ["pipe", "pipe", "pipe"] }));
     this.child = child;
     this.exited = new Promise((r) => child.on("exit", (code) => r(code)));
     lines(child.stderr, (l) => this.stderr.push(l));

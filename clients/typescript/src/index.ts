@@ -18,6 +18,8 @@ import type {
 } from "./protocol.js";
 
 export * from "./protocol.js";
+export { connectLocal, readDescriptor, defaultHome } from "./local.js";
+export type { LocalOptions, Descriptor } from "./local.js";
 
 /** The WebSocket subprotocol of protocol v1. */
 export const SUBPROTOCOL = "sessiond.v1";
@@ -104,6 +106,23 @@ async function openSocket(c: Credentials): Promise<Socket> {
   }
   const W = (globalThis as unknown as { WebSocket: new (u: string, p: string[]) => Socket }).WebSocket;
   return new W(c.url, [SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX + c.token]);
+}
+
+/** A signal that aborts with signal, or after timeoutMs (a TimeoutError). */
+function deadline(signal?: AbortSignal, timeoutMs?: number): AbortSignal | undefined {
+  const ss = [signal, timeoutMs !== undefined ? AbortSignal.timeout(timeoutMs) : undefined].filter((x): x is AbortSignal => !!x);
+  return ss.length === 0 ? undefined : ss.length === 1 ? ss[0] : AbortSignal.any(ss);
+}
+
+/** p, or a rejection with signal's reason once it aborts. */
+function abortable<T>(signal: AbortSignal | undefined, p: Promise<T>): Promise<T> {
+  if (!signal) return p;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 function sleep(ms: number): Promise<void> {
@@ -310,6 +329,31 @@ export interface SubmitOptions {
   /** The input's id (1-128 of [A-Za-z0-9._:-]); made by the client when omitted. */
   inputId?: string;
   attachments?: unknown[];
+  /**
+   * Stops resending: submit rejects with the signal's reason (an
+   * AbortError). The input may still have been admitted by an earlier
+   * attempt: resubmit with the same inputId to learn its receipt.
+   */
+  signal?: AbortSignal;
+  /** Gives up after this many ms (rejects with a TimeoutError); default: no limit. */
+  timeoutMs?: number;
+}
+
+/** The options of Session.turn: SubmitOptions, the signal and timeout covering the whole turn. */
+export type TurnOptions = SubmitOptions;
+
+/**
+ * How a turn ended: `status` "terminal" with its `outcome` (completed,
+ * interrupted, failed, cancelled; `error` for a failed one), or "unknown"
+ * when the daemon died while it ran (resolve it with resolveUnknown).
+ * `text` is the assistant's final reply when it completed.
+ */
+export interface TurnResult {
+  receipt: Receipt;
+  status: "terminal" | "unknown";
+  outcome: string | null;
+  error?: string;
+  text: string;
 }
 
 type Listener = (ev: SessionEvent) => void;
@@ -459,18 +503,89 @@ export class Session {
    */
   async submit(text: string, opts: SubmitOptions = {}): Promise<Receipt> {
     const input_id = opts.inputId ?? `in-${randomId()}`;
+    const signal = deadline(opts.signal, opts.timeoutMs);
     for (;;) {
+      signal?.throwIfAborted();
       try {
-        return await this.client.call("prompt.submit", { session_id: this.sessionId, input_id, text, ...(opts.attachments ? { attachments: opts.attachments } : {}) } as Methods["prompt.submit"]["params"]);
+        return await abortable(signal, this.client.call("prompt.submit", { session_id: this.sessionId, input_id, text, ...(opts.attachments ? { attachments: opts.attachments } : {}) } as Methods["prompt.submit"]["params"]));
       } catch (err) {
         if (err instanceof ConnectionLostError) continue; // resend the same input_id
-        if (err instanceof SessiondError && (err.reason === "draining" || err.reason === "storage_unavailable")) {
-          await sleep(200);
+        if (err instanceof SessiondError && (err.reason === "draining" || err.reason === "storage_unavailable" || err.reason === "overloaded")) {
+          await abortable(signal, sleep(200));
           continue;
         }
         throw err;
       }
     }
+  }
+
+  /**
+   * Submits text (durably, as submit) and resolves when its admission
+   * settles: terminal (completed, interrupted, failed, cancelled) or
+   * unknown (the daemon died mid-turn). It follows the session's durable
+   * events, which reach it exactly once across reconnects and restarts.
+   * `signal`/`timeoutMs` bound the whole wait; aborting does not stop the
+   * turn (use interrupt or cancel).
+   */
+  async turn(text: string, opts: TurnOptions = {}): Promise<TurnResult> {
+    const signal = deadline(opts.signal, opts.timeoutMs);
+    let admission: string | undefined;
+    let settled: ((r: TurnResult) => void) | undefined;
+    let reply = "";
+    const early: SessionEvent[] = [];
+    const done = new Promise<TurnResult>((r) => (settled = r));
+    const check = (ev: SessionEvent) => {
+      if (admission === undefined) {
+        early.push(ev);
+        return;
+      }
+      if (ev.type === "message.completed" && ev.admission_id === admission) {
+        const m = (ev.payload as { message?: Message }).message;
+        if (m?.role === "assistant" && typeof m.content === "string" && m.content) reply = m.content;
+      }
+      if (ev.type !== "admission.updated") return;
+      const r = ev.payload as Receipt;
+      if (r.admission_id !== admission) return;
+      if (r.status === "terminal" || r.status === "unknown") {
+        settled!({ receipt: r, status: r.status, outcome: r.outcome ?? null, ...(r.error ? { error: r.error } : {}), text: reply });
+      }
+    };
+    const off = this.on(check);
+    try {
+      const receipt = await this.submit(text, { ...opts, signal });
+      admission = receipt.admission_id;
+      for (const ev of early.splice(0)) check(ev);
+      const r = receipt.status === "terminal" || receipt.status === "unknown"
+        ? { receipt, status: receipt.status, outcome: receipt.outcome ?? null, ...(receipt.error ? { error: receipt.error } : {}), text: "" } as TurnResult
+        : await abortable(signal, done);
+      if (!r.text && r.outcome === "completed") r.text = await this.replyOf(r.receipt.admission_id); // settled before its message event came
+      return r;
+    } finally {
+      off();
+    }
+  }
+
+  /** The last assistant message of an admission, from the newest transcript page ("" if none). */
+  private async replyOf(admissionId: string): Promise<string> {
+    const page = await this.client.call("session.messages", { session_id: this.sessionId, limit: 50 } as Methods["session.messages"]["params"]);
+    const m = [...page.messages].reverse().find((x) => x.admission_id === admissionId && x.role === "assistant");
+    return typeof m?.content === "string" ? m.content : "";
+  }
+
+  /** Withdraws a queued input (prompt.cancel); not_queued once it started. */
+  cancel(admissionId: string) {
+    return this.client.call("prompt.cancel", { session_id: this.sessionId, admission_id: admissionId });
+  }
+
+  /**
+   * Settles an admission a crash left unknown as interrupted
+   * (prompt.resolve_unknown): it is never run again and the session's
+   * queue moves on. `executionGeneration` is the receipt's.
+   */
+  resolveUnknown(admissionId: string, executionGeneration: number) {
+    return this.client.call("prompt.resolve_unknown", {
+      session_id: this.sessionId, admission_id: admissionId, execution_generation: executionGeneration,
+    } as Methods["prompt.resolve_unknown"]["params"]);
   }
 
   /** Answers an approval prompt. */
@@ -493,9 +608,11 @@ export class Session {
     } as Methods["clarify.respond"]["params"]);
   }
 
-  /** Interrupts the running turn. */
-  interrupt() {
-    return this.client.call("session.interrupt", { session_id: this.sessionId });
+  /** Interrupts the running turn; with a generation, only if it is still the live one (else stale_generation). */
+  interrupt(executionGeneration?: number) {
+    return this.client.call("session.interrupt", {
+      session_id: this.sessionId, ...(executionGeneration !== undefined ? { execution_generation: executionGeneration } : {}),
+    } as Methods["session.interrupt"]["params"]);
   }
 
   /** Older transcript messages than beforeId (default: the snapshot's oldest), newest last. */

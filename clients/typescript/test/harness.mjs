@@ -1,12 +1,21 @@
 // Test harness: the real sessiond and sessiond-fakemodel from ../../bin
 // (make build), each in a fresh temporary home, stopped after the test.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, rmSync, mkdirSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync, mkdirSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "../../..");
-export const bin = (name) => join(root, "bin", name);
+// The binaries: $SESSIOND_BIN (the daemon; sessiond-fakemodel next to it),
+// else ../../bin (make build). A missing one fails saying how to build it.
+const binDir = process.env.SESSIOND_BIN ? dirname(resolve(process.env.SESSIOND_BIN)) : join(root, "bin");
+export const bin = (name) => {
+  const p = name === "sessiond" && process.env.SESSIOND_BIN ? resolve(process.env.SESSIOND_BIN) : join(binDir, name);
+  if (!existsSync(p)) {
+    throw new Error(`${p} is missing: run \`make build\` in ${root} (or set SESSIOND_BIN to a built sessiond, with sessiond-fakemodel next to it)`);
+  }
+  return p;
+};
 
 /** Polls fn until it returns a truthy value or the deadline passes. */
 export async function eventually(fn, what, timeoutMs = 20000) {

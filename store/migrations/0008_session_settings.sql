@@ -1,0 +1,5 @@
+-- 0008: each session's own approvals mode (manual | strict | off), set by
+-- session.update (the ACP bridge's mode picker). NULL: the configured
+-- approvals.mode. The session's model and sandbox columns already exist;
+-- session.update rewrites them (the sandbox only ever narrowed).
+ALTER TABLE sessions ADD COLUMN approval_mode TEXT CHECK (approval_mode IN ('manual','strict','off'));
