@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// BenchmarkCommandTrue measures one sandboxed "true": the helper's two (as
-// root) or three (not root) execs, the namespaces, the view, Landlock and
-// seccomp. Compare with BenchmarkUnsandboxedTrue for the sandbox's cost per
+// BenchmarkCommandTrue measures one sandboxed "true": the helper's exec
+// (one as root, two not root), the namespaces, the view, Landlock,
+// seccomp, the shell's fork and exec and the namespace's end. Compare with BenchmarkUnsandboxedTrue for the sandbox's cost per
 // command:
 //
 //	go test -run '^$' -bench 'True$' -benchtime 300x -count 5 ./sandbox/
