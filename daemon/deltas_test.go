@@ -81,7 +81,7 @@ func TestDeltaOutboxCoalescesInOrderWithinPayloadLimit(t *testing.T) {
 		out.WriteString(line)
 	}
 	o.announce("s1", 4)
-	o.announce("s1", 5) // merged with the one before
+	o.announce("s1", 5)                    // merged with the one before
 	msg := strings.Repeat("\x01é\"", 3000) // escapes: ~6x when encoded
 	o.add("s1", protocol.EventMessageDelta, "adm", 1, 5, "", msg)
 	c.mu.Lock()
