@@ -23,10 +23,12 @@ import (
 // other daemons of a cluster, from the events table after a
 // ChannelEvents notification (catch-up). Each subscription delivers seq
 // lastSeq+1 next and nothing else, so order and exactly-once hold whichever
-// path brings an event; a gap makes the catch-up read the table. Deltas
-// (seq null) come from the agent directly, on the daemon that runs the
-// turn only. Delivery never blocks: a connection that cannot keep up is
-// closed by rpc.
+// path brings an event; a gap makes the catch-up read the table, no
+// further than the highest seq announced or published here. Deltas (seq
+// null) come from the agent directly on the daemon that runs the turn and,
+// on PostgreSQL, from that daemon's outbox on the others (deltas.go).
+// Delivery never blocks: a connection that cannot keep up is closed by
+// rpc.
 type hub struct {
 	mu   sync.Mutex
 	subs map[string]map[*rpc.Conn]*subscription
