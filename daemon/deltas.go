@@ -100,7 +100,6 @@ type deltaOutbox struct {
 	bytes   int                 // tool output text pending
 	offsets map[streamKey]int64 // next offset of each stream with something sent or pending
 	n       int64
-	retry   int // failed sends in a row
 	signal  chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
