@@ -48,8 +48,8 @@ type hub struct {
 
 	// Streaming across daemons (deltas.go): this daemon's id, its outbox
 	// (nil but on PostgreSQL), the seq of the last event published here by
-	// session with a turn running here, and the next offset of every
-	// stream of another daemon by session.
+	// session whose turn runs here (turn.started to turn.completed), and
+	// the next offset of every stream of another daemon by session.
 	origin   int64
 	outbox   *deltaOutbox
 	localSeq map[string]int64
@@ -154,11 +154,19 @@ func (h *hub) publish(e store.Event) {
 	h.mu.Lock()
 	notify := h.notifyFn
 	if h.outbox != nil {
-		if protocol.EventType(e.Type) == protocol.EventTurnCompleted {
+		// The last event of a session whose turn runs here (deltas come
+		// from such turns only): from turn.started to turn.completed.
+		_, running := h.localSeq[e.SessionID]
+		switch protocol.EventType(e.Type) {
+		case protocol.EventTurnCompleted:
 			delete(h.localSeq, e.SessionID)
 			h.outbox.forget(e.SessionID)
-		} else {
+		case protocol.EventTurnStarted:
 			h.localSeq[e.SessionID] = e.Seq
+		default:
+			if running {
+				h.localSeq[e.SessionID] = e.Seq
+			}
 		}
 	}
 	m := h.subs[e.SessionID]
