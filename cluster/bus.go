@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,16 @@ const (
 	// owner must look at (queued input, prompt answered, interrupt
 	// requested, owner changed).
 	ChannelSessions = "sessiond_sessions"
+	// ChannelDeltas carries a JSON frame of streamed deltas (message.delta,
+	// tool.output) of a turn, from the daemon that runs it to every other
+	// daemon (docs/scale-out.md, "Streaming across daemons"). Unlike the
+	// other two it is the data itself, not a hint: nothing of it is stored.
+	ChannelDeltas = "sessiond_deltas"
 )
+
+// MaxPayload is the largest notification payload in bytes: PostgreSQL
+// refuses one of 8000 bytes or more.
+const MaxPayload = 7999
 
 // Bus delivers notifications between the daemons of one store after the
 // transaction that sent them committed. A notification is a hint: the
@@ -99,6 +109,42 @@ func (b *Bus) Publish(channel, payload string) {
 		return
 	}
 	b.hub.deliver(b.id, channel, payload)
+}
+
+// Notification is one payload for one channel (Send).
+type Notification struct {
+	Channel, Payload string
+}
+
+// Send sends ns now, in order, outside any other transaction: on
+// PostgreSQL one transaction of pg_notify (each payload must be at most
+// MaxPayload bytes, and the notifications of one call must differ:
+// identical ones are delivered once); in-process they are delivered at
+// once. The receivers of one sender get the notifications of successive
+// calls in call order, whatever their channels (one LISTEN connection
+// hears them all). It blocks for the transaction (callers send from a
+// goroutine of their own) and returns its error; nothing is retried.
+func (b *Bus) Send(ctx context.Context, ns []Notification) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	if b.pub == nil {
+		for _, n := range ns {
+			b.hub.deliver(b.id, n.Channel, n.Payload)
+		}
+		return nil
+	}
+	for i, n := range ns {
+		if len(n.Payload) > MaxPayload {
+			return fmt.Errorf("cluster: notification %d on %s is %d bytes, more than %d", i, n.Channel, len(n.Payload), MaxPayload)
+		}
+	}
+	return b.db.InTx(ctx, func(tx *store.Tx) error {
+		for _, n := range ns {
+			tx.Notify(n.Channel, n.Payload)
+		}
+		return nil
+	})
 }
 
 // Close stops the publisher of a PostgreSQL bus after sending what it

@@ -55,9 +55,21 @@ func (d *Daemon) startCluster() {
 		d.bus.Listen(cluster.ChannelSessions, d.wakeups.add),
 		d.bus.Listen(cluster.ChannelEvents, d.hub.remoteEvent))
 	go d.wakeLoop()
-	d.hub.startCatchUp(d.db, func(sessionID string, seq int64) {
-		d.bus.Publish(cluster.ChannelEvents, sessionID+":"+strconv.FormatInt(seq, 10))
-	})
+	if d.db.Driver() == store.Postgres {
+		// Other daemons may have subscribers of this daemon's turns, and
+		// this daemon of theirs: deltas travel on ChannelDeltas, in one
+		// ordered stream with the announcements of this daemon's events
+		// (deltas.go).
+		origin := int64(d.member.ID())
+		out := newDeltaOutbox(origin, d.bus.Send, d.log)
+		d.hub.startDeltas(origin, out)
+		d.stopListen = append(d.stopListen, d.bus.Listen(cluster.ChannelDeltas, d.hub.remoteDelta))
+		d.hub.startCatchUp(d.db, out.announce)
+	} else {
+		d.hub.startCatchUp(d.db, func(sessionID string, seq int64) {
+			d.bus.Publish(cluster.ChannelEvents, sessionID+":"+strconv.FormatInt(seq, 10))
+		})
+	}
 	d.member.Start()
 }
 
@@ -76,6 +88,7 @@ func (d *Daemon) stopCluster(ctx context.Context) {
 		<-d.wakeDone
 	}
 	d.hub.stopCatchUp()
+	d.hub.stopDeltas()
 	d.expiryMu.Lock()
 	if d.expiry != nil {
 		d.expiry.Stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,16 +23,18 @@ import (
 // other daemons of a cluster, from the events table after a
 // ChannelEvents notification (catch-up). Each subscription delivers seq
 // lastSeq+1 next and nothing else, so order and exactly-once hold whichever
-// path brings an event; a gap makes the catch-up read the table. Deltas
-// (seq null) come from the agent directly, on the daemon that runs the
-// turn only. Delivery never blocks: a connection that cannot keep up is
-// closed by rpc.
+// path brings an event; a gap makes the catch-up read the table, no
+// further than the highest seq announced or published here. Deltas (seq
+// null) come from the agent directly on the daemon that runs the turn and,
+// on PostgreSQL, from that daemon's outbox on the others (deltas.go).
+// Delivery never blocks: a connection that cannot keep up is closed by
+// rpc.
 type hub struct {
 	mu   sync.Mutex
 	subs map[string]map[*rpc.Conn]*subscription
 	log  *slog.Logger
-	// seen is the highest seq another daemon announced, by session with
-	// subscribers.
+	// seen is the highest seq announced by a daemon or published here, by
+	// session with subscribers: the catch-up delivers no further.
 	seen map[string]int64
 
 	// The catch-up (startCatchUp): sessions whose subscribers miss events.
@@ -42,6 +45,15 @@ type hub struct {
 	stopCU   chan struct{}
 	cuDone   chan struct{}
 	notifyFn func(sessionID string, seq int64) // announces local events to the other daemons
+
+	// Streaming across daemons (deltas.go): this daemon's id, its outbox
+	// (nil but on PostgreSQL), the seq of the last event published here by
+	// session whose turn runs here (turn.started to turn.completed), and
+	// the next offset of every stream of another daemon by session.
+	origin   int64
+	outbox   *deltaOutbox
+	localSeq map[string]int64
+	remote   map[string]map[remoteKey]int64
 }
 
 // subscription is one connection's interest in one session. Until released
@@ -56,11 +68,15 @@ type subscription struct {
 	// backlog holds tool output held back while the connection is behind,
 	// by tool_call_id (see floods.go).
 	backlog map[string]*outputBacklog
+	// held are deltas of another daemon waiting for the event they follow
+	// (deltas.go).
+	held []heldDelta
 }
 
 func newHub(log *slog.Logger) *hub {
 	return &hub{subs: map[string]map[*rpc.Conn]*subscription{}, log: log, seen: map[string]int64{},
-		behind: map[string]bool{}, retries: map[string]int{}, signal: make(chan struct{}, 1)}
+		behind: map[string]bool{}, retries: map[string]int{}, signal: make(chan struct{}, 1),
+		localSeq: map[string]int64{}, remote: map[string]map[remoteKey]int64{}}
 }
 
 // subscribe registers c for sessionID in buffering mode and returns the
@@ -93,6 +109,7 @@ func (h *hub) subscribe(c *rpc.Conn, sessionID string) (release func(lastSeq int
 		for _, e := range buffered {
 			h.deliverLocked(sessionID, c, sub, e)
 		}
+		h.releaseHeldLocked(c, sub)
 		if h.seen[sessionID] > sub.lastSeq {
 			h.markBehindLocked(sessionID)
 		}
@@ -107,6 +124,7 @@ func (h *hub) unsubscribe(c *rpc.Conn, sessionID string) {
 		if len(m) == 0 {
 			delete(h.subs, sessionID)
 			delete(h.seen, sessionID)
+			delete(h.remote, sessionID)
 		}
 	}
 }
@@ -135,7 +153,26 @@ func wireEvent(e store.Event) protocol.Event {
 func (h *hub) publish(e store.Event) {
 	h.mu.Lock()
 	notify := h.notifyFn
+	if h.outbox != nil {
+		// The last event of a session whose turn runs here (deltas come
+		// from such turns only): from turn.started to turn.completed.
+		_, running := h.localSeq[e.SessionID]
+		switch protocol.EventType(e.Type) {
+		case protocol.EventTurnCompleted:
+			delete(h.localSeq, e.SessionID)
+			h.outbox.forget(e.SessionID)
+		case protocol.EventTurnStarted:
+			h.localSeq[e.SessionID] = e.Seq
+		default:
+			if running {
+				h.localSeq[e.SessionID] = e.Seq
+			}
+		}
+	}
 	m := h.subs[e.SessionID]
+	if len(m) > 0 && e.Seq > h.seen[e.SessionID] {
+		h.seen[e.SessionID] = e.Seq
+	}
 	for c, sub := range m {
 		if !sub.released {
 			sub.events = append(sub.events, e)
@@ -173,6 +210,12 @@ func (h *hub) deliverLocked(sessionID string, c *rpc.Conn, sub *subscription, e 
 	}
 	c.NotifyRaw(frame)
 	sub.lastSeq = e.Seq
+	if len(sub.held) > 0 {
+		h.releaseHeldLocked(c, sub)
+	}
+	if protocol.EventType(e.Type) == protocol.EventTurnCompleted {
+		delete(h.remote, sessionID)
+	}
 }
 
 func (h *hub) markBehindLocked(sessionID string) {
@@ -192,6 +235,9 @@ func (h *hub) remoteEvent(payload string) {
 	defer h.mu.Unlock()
 	if payload == "" {
 		for id := range h.subs {
+			// Announcements may be lost: the catch-up delivers whatever
+			// the table holds from now on.
+			h.seen[id] = math.MaxInt64
 			h.markBehindLocked(id)
 		}
 		return
@@ -291,9 +337,7 @@ func (h *hub) catchUp(sessionID string) {
 		h.mu.Lock()
 		for c, sub := range h.subs[sessionID] {
 			if sub.released {
-				for _, e := range evs {
-					h.deliverLocked(sessionID, c, sub, e)
-				}
+				h.deliverSeenLocked(sessionID, c, sub, evs)
 			}
 		}
 		h.mu.Unlock()
@@ -327,11 +371,24 @@ func (h *hub) catchUp(sessionID string) {
 		case !ok:
 			o.c.Close(websocket.StatusPolicyViolation, "session events were pruned past this subscription; resume")
 		default:
-			for _, e := range own {
-				h.deliverLocked(sessionID, o.c, o.sub, e)
-			}
+			h.deliverSeenLocked(sessionID, o.c, o.sub, own)
 		}
 		h.mu.Unlock()
+	}
+}
+
+// deliverSeenLocked delivers the events read by the catch-up, as far as
+// seen: an event committed but not yet announced (nor published here)
+// waits for its announcement, which comes after the deltas its daemon
+// streamed before it (deltas.go), so that they keep that daemon's order.
+// Called with h.mu held.
+func (h *hub) deliverSeenLocked(sessionID string, c *rpc.Conn, sub *subscription, evs []store.Event) {
+	limit := h.seen[sessionID]
+	for _, e := range evs {
+		if e.Seq > limit {
+			return
+		}
+		h.deliverLocked(sessionID, c, sub, e)
 	}
 }
 
@@ -380,6 +437,14 @@ func (h *hub) eventsAfter(sessionID string, after int64) (evs []store.Event, com
 func (h *hub) publishDelta(sessionID string, typ protocol.EventType, admissionID string, gen int64, payload any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.outbox != nil {
+		switch p := payload.(type) {
+		case protocol.MessageDeltaPayload:
+			h.outbox.add(sessionID, typ, admissionID, gen, h.localSeq[sessionID], "", p.Text)
+		case protocol.ToolOutputPayload:
+			h.outbox.add(sessionID, typ, admissionID, gen, h.localSeq[sessionID], p.ToolCallID, p.Text)
+		}
+	}
 	m := h.subs[sessionID]
 	if len(m) == 0 {
 		return

@@ -11,9 +11,9 @@
 // namespaces mapping the caller's uid and gid to themselves. The helper,
 // run from this package's init before main, waits for the caller's gate
 // on fd 3 when Spec.Gate is set (EOF: exit 125 without running anything),
-// then stays PID 1 of the namespace (reaping, forwarding signals, a 1 s
-// grace after the shell exits; its exit ends every leftover) and starts
-// "__sandbox-exec-run SPEC COMMAND", which:
+// then, as PID 1 of the namespace, confines one OS thread of its own and
+// forks the shell from it (one program image per command, no second exec
+// of this binary):
 //
 //  1. opens the cwd, the temp directory and the writable roots without
 //     following symlinks (refused, exit 126, when one has appeared since
@@ -46,7 +46,17 @@
 //     system call, then one that refuses setuid/setgid modes, device
 //     nodes and the kernel's keyrings, and, when the network is off,
 //     socket(2) for any family but AF_UNIX, and io_uring;
-//  6. marks every descriptor above 2 close-on-exec and execs /bin/sh -c.
+//  6. marks every descriptor above 2 close-on-exec, makes the helper
+//     non-dumpable, and forks /bin/sh -c from the confined thread (not
+//     the main one); the shell inherits all of it, and the thread ends.
+//     No thread of the helper stays in the command's Landlock domain,
+//     so the command can neither signal nor trace the helper, whose
+//     other threads keep their capabilities, and non-dumpable keeps its
+//     memory, environment and descriptors out of /proc besides.
+//
+// The helper then stays PID 1 of the namespace: it reaps, forwards
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT to the shell, and waits a 1 s grace
+// after the shell exits; its exit ends every leftover.
 //
 // The helper's namespaces are new mount, PID and IPC namespaces (and a
 // user namespace when not root); it sets oom_score_adj to

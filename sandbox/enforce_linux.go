@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -17,11 +16,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// enter confines this process as s says and execs /bin/sh -c command. It
-// returns only on failure, and then nothing of the command ran.
-func enter(s Spec, command string) error {
-	// Landlock, capabilities and seccomp are per thread: all of it, and the
-	// exec, happen on this one.
+// confine builds the command's view in this process's mount namespace and
+// confines the calling OS thread as s says: no capability, no_new_privs,
+// Landlock, seccomp, every descriptor above 2 close-on-exec. Landlock,
+// capabilities and seccomp are per thread: the caller's goroutine is
+// locked to the thread (runtime.LockOSThread) for good, and starts the
+// command from it, which inherits all of it. On error nothing of the
+// command ran; the thread may be partly confined.
+func confine(s Spec) error {
 	runtime.LockOSThread()
 	// The protected directories are the daemon's to name: hide whatever
 	// they lead to now. The writable ones were resolved to real paths when
@@ -109,7 +111,7 @@ func enter(s Spec, command string) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close descriptors: %w", err)
 	}
-	return syscall.Exec("/bin/sh", []string{"/bin/sh", "-c", command}, os.Environ())
+	return nil
 }
 
 // openedDir is a writable directory opened by openWritable.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,8 +93,8 @@ func sysProcAttr() *syscall.SysProcAttr {
 // first in a user and a mount namespace of its own.
 const stage2Arg = "__sandbox-exec-userns"
 
-// userNamespaced runs the rest of the helper (initMain, then mounts,
-// Landlock, seccomp, exec) in a child in new user, mount and PID namespaces that map the caller's
+// userNamespaced runs the rest of the helper (initMain: the view,
+// Landlock, seccomp, the shell) in a child in new user, mount and PID namespaces that map the caller's
 // uid and gid to themselves, with the capabilities to set up its mounts
 // kept across its exec as ambient capabilities (it drops them all before
 // /bin/sh). The child stays in this process group; its exit status is
@@ -171,10 +172,6 @@ func Probe() error {
 	return nil
 }
 
-// runArg marks the process that confines itself and execs /bin/sh: PID 2
-// of the command's PID namespace, started by initMain.
-const runArg = "__sandbox-exec-run"
-
 func init() {
 	if len(os.Args) < 2 {
 		return
@@ -182,23 +179,7 @@ func init() {
 	switch os.Args[1] {
 	case HelperArg, stage2Arg:
 		os.Exit(helperMain(os.Args[2:], os.Args[1] == stage2Arg))
-	case runArg:
-		os.Exit(runMain(os.Args[2:]))
 	}
-}
-
-// runMain confines this process and execs the command; it returns only on
-// failure.
-func runMain(args []string) int {
-	var s Spec
-	if len(args) != 2 || json.Unmarshal([]byte(args[0]), &s) != nil {
-		fmt.Fprintln(os.Stderr, "sessiond sandbox: usage: "+runArg+" SPEC COMMAND")
-		return ExitSetupFailed
-	}
-	if err := enter(s, args[1]); err != nil {
-		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", err)
-	}
-	return ExitSetupFailed // not reached on success: enter execs
 }
 
 // exitGrace is how long, after /bin/sh exits, the helper lets what it
@@ -213,26 +194,62 @@ type reaped struct {
 	ws  unix.WaitStatus
 }
 
-// initMain is PID 1 of the command's PID namespace. It starts the confined
-// command (runArg: mounts, /proc, Landlock, seccomp, exec /bin/sh) as its
-// child, reaps every process orphaned into the namespace, forwards
+// initMain is PID 1 of the command's PID namespace. It builds the view and
+// confines one OS thread of its own (confine: mounts, /proc, no
+// capability, Landlock, seccomp), makes itself non-dumpable, forks /bin/sh
+// -c command from that thread — the shell inherits the confinement, and
+// no second program image runs in between — and lets the thread end.
+// Then it reaps every process orphaned into the namespace, forwards
 // SIGTERM, SIGINT, SIGHUP and SIGQUIT to the shell, and when the shell has
 // exited waits at most exitGrace for the rest to end, then returns the
 // shell's status (128+N for a signal N). Its exit makes the kernel kill
 // whatever is left in the namespace (setsid and double-forked processes
 // too), as does the daemon's SIGKILL of the helper's process group.
+//
+// The confined thread is not the main one and ends once the shell is
+// started: no thread of the helper stays in the command's Landlock
+// domain, so the command can neither signal nor trace it (Landlock's
+// scoping), and being non-dumpable keeps its memory, environment,
+// descriptors and root out of /proc for a command without CAP_SYS_PTRACE
+// even while that thread lives.
 func initMain(s Spec, command string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	s.Gate = false
-	js, _ := json.Marshal(s)
-	cmd := exec.Command(helperPath, runArg, string(js), command)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "sessiond sandbox: start the command: %v\n", err)
+	type started struct {
+		pid int
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, and its
+		// confinement with it. Landlock, capabilities, no_new_privs and
+		// seccomp are per thread; syscall.ForkExec clones the calling
+		// thread, so the shell gets all of it. The runtime makes no new
+		// thread from a locked one.
+		runtime.LockOSThread()
+		if err := confine(s); err != nil {
+			ch <- started{err: err}
+			return
+		}
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			ch <- started{err: fmt.Errorf("non-dumpable: %w", err)}
+			return
+		}
+		pid, err := syscall.ForkExec("/bin/sh", []string{"/bin/sh", "-c", command}, &syscall.ProcAttr{
+			Env:   os.Environ(),
+			Files: []uintptr{0, 1, 2},
+		})
+		if err != nil {
+			err = fmt.Errorf("start the command: %w", err)
+		}
+		ch <- started{pid, err}
+	}()
+	st := <-ch
+	if st.err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", st.err)
 		return ExitSetupFailed
 	}
-	sh := cmd.Process.Pid
+	sh := st.pid
 	children := make(chan reaped, 16)
 	go func() { // the only waiter: every child of init, the shell included
 		defer close(children)
@@ -284,7 +301,9 @@ func initMain(s Spec, command string) int {
 	}
 }
 
-// helperMain is the exec helper; it returns only on failure.
+// helperMain is the exec helper; it returns the exit status of the
+// helper: the shell's (128+N for a signal N), ExitGateClosed or
+// ExitSetupFailed.
 func helperMain(args []string, stage2 bool) int {
 	if len(args) != 2 {
 		fmt.Fprintln(os.Stderr, "sessiond sandbox: usage: "+HelperArg+" SPEC COMMAND")

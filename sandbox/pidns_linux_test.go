@@ -104,3 +104,33 @@ func TestHelperForwardsSIGTERM(t *testing.T) {
 		t.Fatalf("err %v, output %q; want exit 3 from the shell's trap", err, out.String())
 	}
 }
+
+// The helper, PID 1 of the command's namespace, confines the thread it
+// forks the shell from; its other threads keep the helper's capabilities.
+// No thread of it stays in the command's Landlock domain and it is
+// non-dumpable: the command can neither signal nor trace it, nor read its
+// memory, environment, descriptors or root through /proc.
+func TestCommandCannotReachTheHelper(t *testing.T) {
+	l := newLayout(t)
+	s := l.spec(ModeWorkspaceWrite, l.work)
+	probes := map[string]string{
+		"environ": `cat /proc/1/environ >/dev/null`,
+		"mem":     `dd if=/proc/1/mem bs=1 count=1 skip=4194304 of=/dev/null`,
+		"fd":      `readlink /proc/1/fd/0`,
+		"root":    `ls /proc/1/root/`,
+		"cwd":     `ls /proc/1/cwd/`,
+		"signal":  `kill -s TERM 1`,
+	}
+	if _, err := exec.LookPath("strace"); err == nil {
+		probes["ptrace"] = `strace -p 1 -e trace=none -o /dev/null & p=$!; sleep 0.3; kill $p 2>/dev/null; wait $p`
+	}
+	for name, probe := range probes {
+		out, code := run(t, s, `echo "init=$(cat /proc/1/cmdline | tr '\0' ' ')"; `+probe+` && echo REACH""ED`)
+		if !strings.Contains(out, "init=/proc/self/exe "+HelperArg+" ") {
+			t.Fatalf("%s: PID 1 of the command's namespace is not the helper: %q (exit %d)", name, out, code)
+		}
+		if strings.Contains(out, "REACHED") {
+			t.Errorf("%s: the command reached the helper (PID 1): exit %d, %q", name, code, out)
+		}
+	}
+}

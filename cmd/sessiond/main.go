@@ -3,8 +3,9 @@
 // FIFO in SQLite (default) or PostgreSQL. See README.md and docs/protocol.md.
 //
 // It also hosts the sandbox's exec helper: started as "sessiond
-// __sandbox-exec SPEC COMMAND", it confines itself and execs /bin/sh (see
-// package sandbox, whose init runs the helper before main).
+// __sandbox-exec SPEC COMMAND", it builds the command's view, confines a
+// thread of its own and forks /bin/sh from it (see package sandbox, whose
+// init runs the helper before main).
 package main
 
 import (
