@@ -35,6 +35,9 @@ type sessionView struct {
 	// follow is the admission `send` waits for ("" in attach); the members
 	// below are about it.
 	follow    string
+	// host is the turn the followed steer was taken into (its
+	// steered_into): send's reply is that turn's answer.
+	host string
 	receipt   *protocol.Receipt          // its latest receipt, kept once terminal
 	replies   map[int64]protocol.Message // its assistant messages, by message id
 	turnError string                     // its turn.completed error
@@ -168,7 +171,7 @@ func reduce(v sessionView, ev protocol.Event) (sessionView, []change) {
 				out = append(out, assistantSaid{p.Message.Content})
 			}
 		}
-		if followed {
+		if followed || (v.host != "" && ev.AdmissionID == v.host) {
 			v = v.withMessage(p.Message)
 		}
 	case protocol.ToolStartedPayload:
@@ -247,6 +250,9 @@ func (v sessionView) withReceipt(r protocol.Receipt) sessionView {
 		return v
 	}
 	v.receipt = &r
+	if r.SteeredInto != "" {
+		v.host = r.SteeredInto
+	}
 	if r.Status == protocol.StatusTerminal || r.Status == protocol.StatusUnknown {
 		v.finished = true
 	}
@@ -256,7 +262,7 @@ func (v sessionView) withReceipt(r protocol.Receipt) sessionView {
 // withMessage keeps m when it is an assistant message of the followed
 // admission (send's reply is the last one with content).
 func (v sessionView) withMessage(m protocol.Message) sessionView {
-	if v.follow != "" && m.AdmissionID == v.follow && m.Role == protocol.RoleAssistant {
+	if v.follow != "" && (m.AdmissionID == v.follow || (v.host != "" && m.AdmissionID == v.host)) && m.Role == protocol.RoleAssistant {
 		v.replies = with(v.replies, m.ID, m)
 	}
 	return v

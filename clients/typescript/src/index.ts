@@ -310,6 +310,8 @@ export interface SubmitOptions {
   /** The input's id (1-128 of [A-Za-z0-9._:-]); made by the client when omitted. */
   inputId?: string;
   attachments?: unknown[];
+  /** While a turn runs: "queue" (default), "steer" (into the running turn), "interrupt" (stop it, run this next) or "reject" (refused with session_busy). */
+  whenBusy?: Methods["prompt.submit"]["params"]["when_busy"];
 }
 
 type Listener = (ev: SessionEvent) => void;
@@ -461,7 +463,13 @@ export class Session {
     const input_id = opts.inputId ?? `in-${randomId()}`;
     for (;;) {
       try {
-        return await this.client.call("prompt.submit", { session_id: this.sessionId, input_id, text, ...(opts.attachments ? { attachments: opts.attachments } : {}) } as Methods["prompt.submit"]["params"]);
+        return await this.client.call("prompt.submit", {
+          session_id: this.sessionId,
+          input_id,
+          text,
+          ...(opts.attachments ? { attachments: opts.attachments } : {}),
+          ...(opts.whenBusy ? { when_busy: opts.whenBusy } : {}),
+        } as Methods["prompt.submit"]["params"]);
       } catch (err) {
         if (err instanceof ConnectionLostError) continue; // resend the same input_id
         if (err instanceof SessiondError && (err.reason === "draining" || err.reason === "storage_unavailable")) {
@@ -491,6 +499,34 @@ export class Session {
       execution_generation: prompt.execution_generation,
       answer,
     } as Methods["clarify.respond"]["params"]);
+  }
+
+  /** Replaces the text (and attachments) of a queued input; refused with not_queued once it started. */
+  update(admissionId: string, text: string, attachments?: unknown[]) {
+    return this.client.call("prompt.update", {
+      session_id: this.sessionId,
+      admission_id: admissionId,
+      text,
+      ...(attachments ? { attachments } : {}),
+    } as Methods["prompt.update"]["params"]);
+  }
+
+  /** Moves a queued input before another queued one (to the front without `before`); resolves to the new order. */
+  move(admissionId: string, before?: string) {
+    return this.client.call("prompt.move", { session_id: this.sessionId, admission_id: admissionId, ...(before ? { before } : {}) });
+  }
+
+  /** Cancels a queued input. */
+  cancel(admissionId: string) {
+    return this.client.call("prompt.cancel", { session_id: this.sessionId, admission_id: admissionId });
+  }
+
+  /** Forks this session through a terminal admission (default: every terminal one); resolves to the new session's id. */
+  fork(throughAdmissionId?: string) {
+    return this.client.call("session.fork", {
+      session_id: this.sessionId,
+      ...(throughAdmissionId ? { through_admission_id: throughAdmissionId } : {}),
+    });
   }
 
   /** Interrupts the running turn. */
