@@ -34,10 +34,10 @@ type sessionView struct {
 
 	// follow is the admission `send` waits for ("" in attach); the members
 	// below are about it.
-	follow    string
+	follow string
 	// host is the turn the followed steer was taken into (its
 	// steered_into): send's reply is that turn's answer.
-	host string
+	host      string
 	receipt   *protocol.Receipt          // its latest receipt, kept once terminal
 	replies   map[int64]protocol.Message // its assistant messages, by message id
 	turnError string                     // its turn.completed error
