@@ -438,3 +438,74 @@ func TestForkThenBothContinue(t *testing.T) {
 		t.Fatalf("source request user texts %v", rs.UserTexts)
 	}
 }
+
+// TestClusterMoveThenTakeover: on two daemons sharing PostgreSQL, a queue
+// reordered and edited through daemon B while daemon A runs the session's
+// turn keeps that order and text when A is SIGKILLed and B takes the
+// session over; a steer admitted through B and not yet taken runs first.
+func TestClusterMoveThenTakeover(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	held := fixtures.NewGate() // never released: the turn is in the model when A dies
+	m.On("a long answer", fixtures.Reply{Text: "never", Gate: held})
+	cluster := newCluster(t, m, clusterTTL, "")
+	a := cluster.Start(t)
+	db := cluster.DB(t)
+	ca := a.Dial(t)
+	s := createSession(t, ca, map[string]any{}).SessionID
+	long := submit(t, ca, s, "long", "a long answer")
+	waitParked(t, held, "the long turn")
+	q1 := stMustSubmit(t, ca, s, "q1", "one", "")
+	q2 := stMustSubmit(t, ca, s, "q2", "two", "")
+	q3 := stMustSubmit(t, ca, s, "q3", "three", "")
+	b := cluster.Start(t)
+	cb := b.Dial(t)
+	resume(t, cb, s)
+	var mv struct {
+		Order []string `json:"order"`
+	}
+	if err := cb.Call(ctxT(t), "prompt.move", map[string]any{"session_id": s, "admission_id": q3.AdmissionID, "before": q1.AdmissionID}, &mv); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(mv.Order, []string{q3.AdmissionID, q1.AdmissionID, q2.AdmissionID}) {
+		t.Fatalf("order %v", mv.Order)
+	}
+	if err := cb.Call(ctxT(t), "prompt.update", map[string]any{"session_id": s, "admission_id": q2.AdmissionID, "text": "two, edited"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := stMustSubmit(t, cb, s, "steer", "steered through B", "steer")
+	if st.Delivery != "steer" {
+		t.Fatalf("steer receipt %+v", st)
+	}
+	if owner, _ := cluster.Owner(t, s); owner != a {
+		t.Fatal("the session is not A's")
+	}
+	a.SIGKILL(t)
+	// B takes the session over within the lease; the turn is unknown.
+	var ra stRow
+	fixtures.Eventually(t, takeoverBound, "B to take the session and make the turn unknown", func() bool {
+		ra = stRowOf(t, db, long.AdmissionID)
+		return ra.Status == "unknown"
+	})
+	resolveUnknownAdmission(t, cb, s, long.AdmissionID, *ra.Gen)
+	rows := waitAllTerminal(t, db, s)
+	for _, r := range rows {
+		if r.AdmissionID != long.AdmissionID {
+			wantRow(t, r, "terminal", "completed")
+		}
+	}
+	want := []string{"steered through B", "three", "one", "two, edited"}
+	var at []int
+	for _, text := range want {
+		idx := requestIndexes(m, text)
+		if len(idx) != 1 {
+			t.Fatalf("%q reached the model %d times as new input, want once", text, len(idx))
+		}
+		at = append(at, idx[0])
+	}
+	if !slices.IsSorted(at) {
+		t.Fatalf("the inputs reached the model at %v (for %q): the order did not survive the takeover", at, want)
+	}
+	if len(requestIndexes(m, "two")) != 0 {
+		t.Fatal("the text before the edit reached the model")
+	}
+}
