@@ -71,6 +71,12 @@ type (
 	}
 	// assistantSaid: an assistant message with content (not only tool calls).
 	assistantSaid struct{ Content string }
+	// inputSteered: the user message of a steer taken into the running
+	// turn (prompt.submit when_busy steer), submitted by Sender.
+	inputSteered struct {
+		Text   string
+		Sender *protocol.Sender
+	}
 	// toolStarted: a tool call began; Summary is toolSummary's line.
 	toolStarted struct{ Name, Summary string }
 	// toolEnded: a tool call ended; Line is resultSummary's line and
@@ -107,6 +113,7 @@ func (inputCancelled) isChange()   {}
 func (inputUnknown) isChange()     {}
 func (turnStarted) isChange()      {}
 func (assistantSaid) isChange()    {}
+func (inputSteered) isChange()     {}
 func (toolStarted) isChange()      {}
 func (toolEnded) isChange()        {}
 func (promptOpened) isChange()     {}
@@ -165,6 +172,14 @@ func reduce(v sessionView, ev protocol.Event) (sessionView, []change) {
 		v.stream += p.Text
 	case protocol.MessageCompletedPayload:
 		v.stream = ""
+		if p.Message.Role == protocol.RoleUser {
+			// Only steers: a turn's own input comes with turn.started.
+			sender := p.Message.Sender
+			if sender == nil {
+				sender = v.senders[ev.AdmissionID]
+			}
+			out = append(out, inputSteered{Text: p.Message.Content, Sender: sender})
+		}
 		if p.Message.Role == protocol.RoleAssistant {
 			v.callNames = withCalls(v.callNames, p.Message.ToolCalls)
 			if strings.TrimSpace(p.Message.Content) != "" {
