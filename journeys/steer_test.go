@@ -6,6 +6,7 @@ package journeys
 // restarts. Helpers are prefixed "st".
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -508,4 +509,91 @@ func TestClusterMoveThenTakeover(t *testing.T) {
 	if len(requestIndexes(m, "two")) != 0 {
 		t.Fatal("the text before the edit reached the model")
 	}
+}
+
+// TestSessionctlSteerQueueFork: `send --steer` joins the running turn and
+// prints that turn's answer; `queue ls|edit|move|cancel` edit the waiting
+// inputs; `fork` starts a session from the transcript; refusals are one
+// "sessionctl: " line with exit 1 (2 for usage).
+func TestSessionctlSteerQueueFork(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	dir := t.TempDir()
+	m.On("build it", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{trTerm("call_wait", stWaitCmd)}})
+	m.On("also the docs", fixtures.Reply{Text: "built, docs too"})
+	held := fixtures.NewGate()
+	m.On("hold", fixtures.Reply{Text: "held answer", Gate: held})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}")})
+	s := newCtlSession(t, d.Home, dir)
+
+	first := ctlStart(t, d.Home, "send", s, "build it", "--json")
+	fixtures.Eventually(t, wait, "the command to start", func() bool { return trExists(filepath.Join(dir, "started")) })
+	steer := ctlStart(t, d.Home, "send", s, "also the docs", "--steer", "--json")
+	c := d.Dial(t)
+	db := fixtures.OpenStoreReadOnly(t, d.Home)
+	fixtures.Eventually(t, wait, "the steer to be admitted", func() bool {
+		var n int
+		db.Get(&n, `SELECT count(*) FROM session_admissions WHERE delivery = 'steer'`)
+		return n == 1
+	})
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	for _, p := range []*ctlProc{first, steer} {
+		r := p.wait(t)
+		ctlWant(t, r, 0, `"reply": "built, docs too"`)
+	}
+	var out struct {
+		Receipt stReceipt `json:"receipt"`
+	}
+	if err := json.Unmarshal([]byte(steer.out.String()), &out); err != nil || out.Receipt.SteeredInto == "" || out.Receipt.Outcome == nil || *out.Receipt.Outcome != "completed" {
+		t.Fatalf("send --steer --json = %s (%v)", steer.out.String(), err)
+	}
+	ctlWant(t, ctl(t, d.Home, "", "send", s, "x", "--when-busy", "later"), 2, "--when-busy")
+	ctlWant(t, ctl(t, d.Home, "", "send", s, "x", "--steer", "--when-busy", "queue"), 2, "contradict")
+
+	// The queue: a held turn, two inputs behind it.
+	resume(t, c, s)
+	h := stMustSubmit(t, c, s, "h", "hold", "")
+	waitParked(t, held, "the held turn")
+	q1 := stMustSubmit(t, c, s, "q1", "first in line", "")
+	q2 := stMustSubmit(t, c, s, "q2", "second in line", "")
+	ctlWant(t, ctl(t, d.Home, "", "queue", "ls", s), 0, "1  "+q1.AdmissionID, "2  "+q2.AdmissionID, "first in line")
+	ctlWant(t, ctl(t, d.Home, "", "queue", "move", s, q2.AdmissionID), 0, "1\t"+q2.AdmissionID+"\n2\t"+q1.AdmissionID)
+	ctlWant(t, ctl(t, d.Home, "", "queue", "edit", s, q1.AdmissionID, "first, edited"), 0, "updated "+q1.AdmissionID)
+	ctlWant(t, ctl(t, d.Home, "", "queue", "edit", s, h.AdmissionID, "too late"), 1, "no longer queued")
+	ctlWant(t, ctl(t, d.Home, "", "queue", "move", s, q1.AdmissionID, "--before", h.AdmissionID), 1, "no longer queued")
+	ctlWant(t, ctl(t, d.Home, "", "queue", "cancel", s, q2.AdmissionID), 0, "cancelled "+q2.AdmissionID)
+	r := ctl(t, d.Home, "", "queue", "ls", s, "--json")
+	ctlWant(t, r, 0)
+	var ls struct {
+		Queued []stReceipt `json:"queued"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ls); err != nil || len(ls.Queued) != 1 || ls.Queued[0].Text != "first, edited" {
+		t.Fatalf("queue ls --json = %s (%v)", r.stdout, err)
+	}
+	ctlWant(t, ctl(t, d.Home, "", "fork", s, "--through", h.AdmissionID), 1, "not terminal")
+	held.Release()
+	waitAllTerminal(t, db, s)
+
+	// Fork through the first turn: the new session has its transcript.
+	r = ctl(t, d.Home, "", "fork", s, "--through", stRowByInput(t, db, s, first.cmd.Args).AdmissionID)
+	ctlWant(t, r, 0, "ses_")
+	f := strings.TrimSpace(r.stdout)
+	ctlWant(t, ctl(t, d.Home, "", "send", f, "in the fork"), 0, "ok: in the fork")
+	rf := m.RequestsWithLastUser("in the fork")[0]
+	if !slices.Equal(rf.UserTexts, []string{"build it", "also the docs", "in the fork"}) {
+		t.Fatalf("the fork's request has user texts %v", rf.UserTexts)
+	}
+	trValid(t, rf)
+}
+
+// stRowByInput is the admission of the `send` whose args are given (its
+// text is args' 4th after --home HOME send SESSION).
+func stRowByInput(t *testing.T, db *sqlx.DB, sessionID string, args []string) stRow {
+	t.Helper()
+	text := args[5]
+	var r stRow
+	if err := db.Get(&r, db.Rebind(`SELECT admission_id, request_id, status, outcome, execution_generation, text, delivery,
+		steered_into, started_at FROM session_admissions WHERE target_session_id = ? AND text = ?`), sessionID, text); err != nil {
+		t.Fatalf("admission of %q: %v", text, err)
+	}
+	return r
 }
