@@ -33,10 +33,10 @@ type ForkRequest struct {
 // steer counts as the turn it was taken into), or of every terminal turn
 // when Through is "". Only whole terminal turns are copied: a turn that did
 // not complete ends with its closing rows (transcript.Close) already, and a
-// turn still running or unknown is left out; the copy is then checked with
-// transcript.Repair's rules and a turn cut short by the copy gets its
-// closing rows (transcript.Interrupted), so the new session's history is
-// always valid. The copied rows keep their roles, contents and tool calls;
+// turn still running or unknown is left out; calls left without a result
+// at the end of the copy are closed (forkEntries), and every request is
+// repaired by transcript.Repair as for the source, so the new session's
+// history is always valid. The copied rows keep their roles, contents and tool calls;
 // their admission_id is NULL (the admissions stay the source's). The
 // source is unchanged. It returns the new session's id.
 //
@@ -125,43 +125,34 @@ func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 	return id, store.Classify(err)
 }
 
-// forkEntries is the copied transcript: entries as stored, and, when the
-// last turn copied was left with tool calls that have no result (a turn
-// whose closing rows are missing), transcript.Close's rows for it, so
-// that the fork never starts with a dangling call.
+// forkEntries is the copied transcript: entries as stored and, when the
+// copy ends with tool calls that never got a result and no boundary after
+// them (rows an older build left), transcript.Close's rows for them (a
+// "not run" result for each and a boundary), so that the fork's first
+// turn never continues a dangling one. Anything else transcript.Repair
+// fixes in each request, as for the source.
 func forkEntries(entries []transcript.Entry) []transcript.Entry {
-	if len(entries) == 0 {
+	if len(entries) == 0 || entries[len(entries)-1].Role == transcript.RoleBoundary {
 		return entries
-	}
-	if _, notes := transcript.Repair(entries); len(notes) == 0 {
-		return entries
-	}
-	// The turn since the last user message or boundary.
-	start := 0
-	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].Role == transcript.RoleUser || entries[i].Role == transcript.RoleBoundary {
-			start = i
-			break
-		}
 	}
 	answered := map[string]bool{}
-	open := false
-	for _, e := range entries[start:] {
+	for _, e := range entries {
 		if e.Role == transcript.RoleTool {
 			answered[e.ToolCallID] = true
 		}
 	}
-	for _, e := range entries[start:] {
-		for _, c := range e.ToolCalls {
+	// The first assistant entry, after the last boundary, with a call that
+	// has no result.
+	from := -1
+	for i := len(entries) - 1; i >= 0 && entries[i].Role != transcript.RoleBoundary; i-- {
+		for _, c := range entries[i].ToolCalls {
 			if !answered[c.ID] {
-				open = true
+				from = i
 			}
 		}
 	}
-	if !open {
-		// Older repairs (names, ids, arguments) are the request builder's:
-		// the rows are copied as stored and repaired at each request.
+	if from < 0 {
 		return entries
 	}
-	return append(entries, transcript.Close(entries[start:], nil, transcript.Interrupted())...)
+	return append(entries, transcript.Close(entries[from:], nil, transcript.Interrupted())...)
 }
