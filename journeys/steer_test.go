@@ -344,12 +344,17 @@ func TestQueueEditCrashResume(t *testing.T) {
 	err = c.Call(ctxT(t), "prompt.update", map[string]any{"session_id": s.SessionID, "admission_id": q1.AdmissionID, "text": ""}, nil)
 	wantReason(t, err, -32602, "invalid_params")
 
+	// A steer not yet taken when the daemon dies runs first after the
+	// restart, ahead of the queue.
+	st := stMustSubmit(t, c, s.SessionID, "steer", "steered before the crash", "steer")
+
 	d.SIGKILL(t)
 	d.Restart(t)
 	c = d.Dial(t)
 	db := fixtures.OpenStoreReadOnly(t, d.Home)
 	ra := stRowOf(t, db, a.AdmissionID)
 	stWantRow(t, ra, "unknown", "", "")
+	stWantRow(t, stRowOf(t, db, st.AdmissionID), "queued", "", "")
 	if r := stRowOf(t, db, q1.AdmissionID); r.Text != "one, edited" || r.Status != "queued" {
 		t.Fatalf("after the crash q1 = %+v", r)
 	}
@@ -363,7 +368,11 @@ func TestQueueEditCrashResume(t *testing.T) {
 	wantReason(t, err, -32000, "admission_conflict")
 	resolveUnknownAdmission(t, c, s.SessionID, a.AdmissionID, *ra.Gen)
 	waitAllTerminal(t, db, s.SessionID)
-	r1, r2 := stRowOf(t, db, q1.AdmissionID), stRowOf(t, db, q2.AdmissionID)
+	r1, r2, rs := stRowOf(t, db, q1.AdmissionID), stRowOf(t, db, q2.AdmissionID), stRowOf(t, db, st.AdmissionID)
+	stWantRow(t, rs, "terminal", "completed", "")
+	if *rs.Gen >= *r2.Gen {
+		t.Fatalf("the steer ran at generation %d, q2 at %d: the steer must run first after the restart", *rs.Gen, *r2.Gen)
+	}
 	if *r2.Gen >= *r1.Gen {
 		t.Fatalf("q2 ran at generation %d, q1 at %d: the move did not survive the restart", *r2.Gen, *r1.Gen)
 	}
