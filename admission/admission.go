@@ -304,9 +304,12 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		busy, err := sessionBusy(tx, req.SessionID)
-		if err != nil {
-			return err
+		var busy busyState
+		if req.WhenBusy != "" && req.WhenBusy != protocol.WhenBusyQueue {
+			// Only the other modes need to know (index seeks, no scan).
+			if busy, err = sessionBusy(tx, req.SessionID); err != nil {
+				return err
+			}
 		}
 		if busy.any() && req.WhenBusy == protocol.WhenBusyReject {
 			return fmt.Errorf("%w: session %s %s; when_busy reject stores nothing", ErrSessionBusy, req.SessionID, busy)
