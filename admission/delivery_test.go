@@ -194,13 +194,11 @@ func TestForkCopiesTerminalTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		var entries []transcript.Entry
 		for _, m := range e.messages(id) {
 			got = append(got, m.Role+":"+m.Content)
 			if m.AdmissionID.Valid {
 				t.Fatalf("copied row with admission_id %s", m.AdmissionID.String)
 			}
-			entries = append(entries, transcript.Entry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID.String})
 		}
 		want := "user:one,assistant:,user:steered,tool:" + transcript.SyntheticInterrupted + ",boundary:[turn interrupted before it finished]"
 		if strings.Join(got, ",") != want {

@@ -552,7 +552,7 @@ func TestSessionctlSteerQueueFork(t *testing.T) {
 	var out struct {
 		Receipt stReceipt `json:"receipt"`
 	}
-	if err := json.Unmarshal([]byte(steer.out.String()), &out); err != nil || out.Receipt.SteeredInto == "" || out.Receipt.Outcome == nil || *out.Receipt.Outcome != "completed" {
+	if err := json.Unmarshal(steer.out.Bytes(), &out); err != nil || out.Receipt.SteeredInto == "" || out.Receipt.Outcome == nil || *out.Receipt.Outcome != "completed" {
 		t.Fatalf("send --steer --json = %s (%v)", steer.out.String(), err)
 	}
 	ctlWant(t, ctl(t, d.Home, "", "send", s, "x", "--when-busy", "later"), 2, "--when-busy")
