@@ -101,10 +101,22 @@ type Admission struct {
 	// crash. NULL when unknown (rows older than migration 0003).
 	Sender     sql.NullString `db:"sender"`
 	ResolvedBy sql.NullString `db:"resolved_by"`
+	// QueueOrder orders the FIFO: the queued admission with the lowest
+	// (QueueOrder, Seq) runs next (delivery.go).
+	QueueOrder int64 `db:"queue_order"`
+	// Delivery is queue, steer or interrupt (protocol.Delivery).
+	Delivery protocol.Delivery `db:"delivery"`
+	// SteeredInto is the admission of the turn this steer was taken into;
+	// the steer then shares its status and generation.
+	SteeredInto sql.NullString `db:"steered_into"`
+	// EditedDigest is the payload digest after the last prompt.update
+	// (PayloadDigest keeps the original's); NULL when never updated.
+	EditedDigest sql.NullString `db:"edited_digest"`
 }
 
 const columns = `admission_id, target_session_id, request_id, seq, status, outcome, execution_generation,
-	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at, sender, resolved_by`
+	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at, sender, resolved_by,
+	queue_order, delivery, steered_into, edited_digest`
 
 // Receipt is the wire shape of an admission (PROTOCOL.md section 4); it is
 // also the payload of admission.updated events.
@@ -128,6 +140,8 @@ func (a Admission) Receipt() Receipt {
 	if a.ResolvedBy.Valid {
 		r.ResolvedBy = protocol.DecodeSender([]byte(a.ResolvedBy.String))
 	}
+	r.Delivery = a.Delivery
+	r.SteeredInto = a.SteeredInto.String
 	return r
 }
 
@@ -188,22 +202,28 @@ func (q *Queue) Get(ctx context.Context, sessionID, admissionID string) (Admissi
 	return a, err
 }
 
-// Pending returns every non-terminal admission of sessionID in seq order.
+// fifoOrder orders a session's open admissions: started and unknown ones
+// first, then the queued ones in the order they will run.
+const fifoOrder = ` ORDER BY CASE WHEN status = 'queued' THEN 1 ELSE 0 END, queue_order, seq`
+
+// Pending returns every non-terminal admission of sessionID: the started
+// or unknown ones (a turn and the steers taken into it) first, then the
+// queued ones in the order they will run.
 func Pending(q store.Queryer, sessionID string) ([]Admission, error) {
 	var out []Admission
 	err := q.Select(&out, `SELECT `+columns+` FROM session_admissions
-		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq`, sessionID)
+		WHERE status <> 'terminal' AND target_session_id = ?`+fifoOrder, sessionID)
 	return out, store.Classify(err)
 }
 
-// PendingBounded is Pending for snapshots: at most limit admissions (the
-// oldest, which run first), texts cut to maxText bytes in SQL; more says
+// PendingBounded is Pending for snapshots: at most limit admissions (those
+// that run first), texts cut to maxText bytes in SQL; more says
 // others exist.
 // d is the store's driver (store.DB.Driver), for the byte cut.
 func PendingBounded(q store.Queryer, d store.Driver, sessionID string, limit, maxText int) (out []Admission, more bool, err error) {
 	cols := strings.Replace(columns, "text,", "coalesce("+d.BytePrefix("text", "?")+", '') AS text,", 1)
 	err = q.Select(&out, `SELECT `+cols+` FROM session_admissions
-		WHERE status <> 'terminal' AND target_session_id = ? ORDER BY seq LIMIT ?`, maxText, sessionID, limit+1)
+		WHERE status <> 'terminal' AND target_session_id = ?`+fifoOrder+` LIMIT ?`, maxText, sessionID, limit+1)
 	if len(out) > limit {
 		out, more = out[:limit], true
 	}
@@ -227,6 +247,14 @@ type AdmitRequest struct {
 	// daemon that got the input runs it rather than whichever daemon hears
 	// of it first. The daemon sets it while it has free capacity.
 	Take bool
+	// WhenBusy is prompt.submit's when_busy (PROTOCOL.md 10.2); "" is
+	// queue. It matters only while the session is busy (a turn runs, or
+	// an admission is queued or unknown): steer admits the input for the
+	// running turn, ahead of the queued ones; interrupt puts it at the
+	// front and records a durable interrupt of the running turn
+	// (Receipt's caller interrupts it: AdmitResult.Interrupt); reject
+	// refuses with ErrSessionBusy and stores nothing.
+	WhenBusy protocol.WhenBusy
 }
 
 // Admit commits a queued admission for req, or returns the existing one
@@ -237,13 +265,31 @@ type AdmitRequest struct {
 // committed when Admit returns nil. atCapacity tells whether the daemon-wide
 // limit is reached, for the receipt's reason; it may be nil.
 func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() bool) (Receipt, error) {
+	res, err := q.AdmitWith(ctx, req, atCapacity)
+	return res.Receipt, err
+}
+
+// AdmitResult is what AdmitWith did: the receipt, and Interrupt, the
+// execution generation of the running turn that a when_busy interrupt
+// asked to stop (0 when none): the caller interrupts it (Scheduler.Interrupt)
+// when it runs here; the request is durable (sessions.interrupt_generation)
+// and announced on the Bus for another owner.
+type AdmitResult struct {
+	Receipt   Receipt
+	Interrupt int64
+}
+
+// AdmitWith is Admit returning an AdmitResult.
+func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func() bool) (AdmitResult, error) {
 	digest := Digest(req.Text, req.Attachments)
 	var rec Receipt
+	var res AdmitResult
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		res = AdmitResult{}
 		existing, err := get(tx, `target_session_id = ? AND request_id = ?`, req.SessionID, req.InputID)
 		switch {
 		case err == nil:
-			if existing.PayloadDigest != digest {
+			if existing.PayloadDigest != digest && existing.EditedDigest.String != digest {
 				return &InputError{Err: ErrConflict, InputID: req.InputID, AdmissionID: existing.AdmissionID}
 			}
 			if existing.Outcome.String == string(OutcomeCancelled) {
@@ -257,6 +303,16 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 			return err
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
+		}
+		var busy busyState
+		if req.WhenBusy != "" && req.WhenBusy != protocol.WhenBusyQueue {
+			// Only the other modes need to know (index seeks, no scan).
+			if busy, err = sessionBusy(tx, req.SessionID); err != nil {
+				return err
+			}
+		}
+		if busy.any() && req.WhenBusy == protocol.WhenBusyReject {
+			return fmt.Errorf("%w: session %s %s; when_busy reject stores nothing", ErrSessionBusy, req.SessionID, busy)
 		}
 		if q.MaxQueued > 0 {
 			var queued int
@@ -290,7 +346,15 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		}
 		a := Admission{AdmissionID: "adm_" + uuid.Must(uuid.NewV7()).String(), SessionID: req.SessionID,
 			InputID: req.InputID, Seq: seq, Status: StatusQueued, Text: req.Text,
-			PayloadDigest: digest, CreatedAt: store.Now()}
+			PayloadDigest: digest, CreatedAt: store.Now(), QueueOrder: seq, Delivery: protocol.DeliveryQueue}
+		if busy.any() {
+			switch req.WhenBusy {
+			case protocol.WhenBusySteer:
+				a.Delivery = protocol.DeliverySteer
+			case protocol.WhenBusyInterrupt:
+				a.Delivery = protocol.DeliveryInterrupt
+			}
+		}
 		if len(req.Attachments) > 0 {
 			a.Attachments = sql.NullString{String: string(req.Attachments), Valid: true}
 		}
@@ -298,9 +362,23 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 			a.Sender = sql.NullString{String: string(req.Sender), Valid: true}
 		}
 		if _, err := tx.Exec(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status,
-			text, attachments, payload_digest, created_at, sender) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
-			a.AdmissionID, a.SessionID, a.InputID, a.Seq, a.Text, a.Attachments, a.PayloadDigest, a.CreatedAt, a.Sender); err != nil {
+			text, attachments, payload_digest, created_at, sender, queue_order, delivery) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
+			a.AdmissionID, a.SessionID, a.InputID, a.Seq, a.Text, a.Attachments, a.PayloadDigest, a.CreatedAt, a.Sender,
+			a.QueueOrder, a.Delivery); err != nil {
 			return err
+		}
+		if a.Delivery != protocol.DeliveryQueue {
+			if a.QueueOrder, err = placePriority(tx, a); err != nil {
+				return err
+			}
+		}
+		if a.Delivery == protocol.DeliveryInterrupt && busy.Running != "" {
+			// Durable, so that the owner (this daemon or another) stops
+			// the turn even if the caller dies now.
+			if _, err := tx.Exec(`UPDATE sessions SET interrupt_generation = ? WHERE session_id = ?`, busy.Generation, req.SessionID); err != nil {
+				return err
+			}
+			res.Interrupt = busy.Generation
 		}
 		rec = a.Receipt()
 		if rec.Reason, err = waitReason(tx, a, atCapacity); err != nil {
@@ -317,7 +395,8 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 		_, err = tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, 0, ev)
 		return err
 	})
-	return rec, store.Classify(err)
+	res.Receipt = rec
+	return res, store.Classify(err)
 }
 
 // InputError is Admit's refusal of an input_id that names an existing
@@ -344,10 +423,11 @@ func waitReason(q store.Queryer, a Admission, atCapacity func() bool) (protocol.
 		Queued  bool `db:"queued"`
 	}
 	if err := q.Get(&ahead, `SELECT
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ? AND seq < ?) AS unknown,
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ? AND seq < ?) AS started,
-		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ? AND seq < ?) AS queued`,
-		a.SessionID, a.Seq, a.SessionID, a.Seq, a.SessionID, a.Seq); err != nil {
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'unknown' AND target_session_id = ?) AS unknown,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'started' AND target_session_id = ?) AS started,
+		EXISTS (SELECT 1 FROM session_admissions WHERE status <> 'terminal' AND status = 'queued' AND target_session_id = ?
+		        AND (queue_order < ? OR (queue_order = ? AND seq < ?))) AS queued`,
+		a.SessionID, a.SessionID, a.SessionID, a.QueueOrder, a.QueueOrder, a.Seq); err != nil {
 		return "", err
 	}
 	switch {
@@ -388,7 +468,8 @@ func WaitReasons(pending []Receipt, atCapacity bool) {
 	}
 }
 
-// Claim starts the lowest-seq queued admission of sessionID in one
+// Claim starts the first queued admission of sessionID (lowest queue_order,
+// then seq) in one
 // transaction: it increments sessions.execution_generation, stamps that
 // generation and q.Daemon on the row, appends the user message to the
 // transcript, and appends admission.updated and turn.started events.
@@ -457,7 +538,7 @@ func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admi
 			    owner_epoch = ?, started_at = ?
 			WHERE admission_id = (SELECT admission_id FROM session_admissions
 			                      WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'
-			                      ORDER BY seq LIMIT 1)
+			                      ORDER BY queue_order, seq LIMIT 1)
 			  AND status = 'queued'
 			  AND NOT EXISTS (SELECT 1 FROM session_admissions
 			                  WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown'))
@@ -524,6 +605,9 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 				return err
 			}
 		}
+		if cur, err := get(tx, `admission_id = ? AND target_session_id = ?`, a.AdmissionID, a.SessionID); err == nil && cur.SteeredInto.Valid && cur.Status == StatusStarted {
+			return fmt.Errorf("%w: admission %s is a steer taken into %s and settles with it", ErrIllegalTransition, a.AdmissionID, cur.SteeredInto.String)
+		}
 		if hook != nil {
 			res := "interrupted"
 			if outcome == OutcomeCompleted {
@@ -548,6 +632,9 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 			}
 		}
 		if _, err := tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), out.Receipt()); err != nil {
+			return err
+		}
+		if err := settleSteers(tx, out, StatusStarted, outcome, errText, sql.NullString{}); err != nil {
 			return err
 		}
 		payload := protocol.TurnCompletedPayload{Outcome: outcome, Error: errText}
@@ -624,10 +711,18 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 		if gen <= 0 { // transition treats 0 as "any generation"; explain instead
 			return explain(tx, sessionID, admissionID, StatusUnknown, gen)
 		}
+		// A steer taken into the lost turn is closed with it: resolving
+		// either resolves the turn and every steer taken into it.
+		asked := admissionID
+		if cur, err := get(tx, `admission_id = ? AND target_session_id = ?`, admissionID, sessionID); err == nil &&
+			cur.Status == StatusUnknown && cur.SteeredInto.Valid {
+			admissionID = cur.SteeredInto.String
+		}
 		var err error
 		if out, err = transition(tx, sessionID, admissionID, StatusUnknown, gen, OutcomeInterrupted, ""); err != nil {
 			return err
 		}
+
 		if len(by) > 0 {
 			out.ResolvedBy = sql.NullString{String: string(by), Valid: true}
 			if _, err := tx.Exec(`UPDATE session_admissions SET resolved_by = ? WHERE admission_id = ?`, out.ResolvedBy, admissionID); err != nil {
@@ -649,7 +744,15 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, admissionID, gen, out.Receipt()); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(sessionID, protocol.EventTurnCompleted, admissionID, gen, protocol.TurnCompletedPayload{Outcome: OutcomeInterrupted, Error: "resolved by operator after a crash"})
+		if _, err = tx.AppendEvent(sessionID, protocol.EventTurnCompleted, admissionID, gen, protocol.TurnCompletedPayload{Outcome: OutcomeInterrupted, Error: "resolved by operator after a crash"}); err != nil {
+			return err
+		}
+		if err = settleSteers(tx, out, StatusUnknown, OutcomeInterrupted, "", out.ResolvedBy); err != nil {
+			return err
+		}
+		if asked != admissionID {
+			out, err = get(tx, `admission_id = ?`, asked)
+		}
 		return err
 	})
 	return out, store.Classify(err)

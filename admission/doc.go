@@ -19,6 +19,13 @@
 // taking a session whose owner's lease expired applies the boot rules to
 // it (Take, TakeOrphans, Release; leases are package cluster's).
 //
+// Input delivery and queue edits (delivery.go, PROTOCOL.md 10.2 and
+// 10.3): the FIFO runs by queue_order; when_busy steer, interrupt and
+// reject at admit; prompt.update and prompt.move; TakeSteers, which the
+// agent's model-request boundary runs in the turn's fenced transaction, so
+// that a steer shares its turn's status and fate (settle, crash, resolve).
+// session.fork copies terminal turns into a new session (fork.go).
+//
 // Every transition is one guarded UPDATE … WHERE status = … RETURNING;
 // zero rows is a lost race or an illegal move and comes back as a typed
 // error. Each change appends its session events in the same transaction.

@@ -117,7 +117,8 @@ func (e *env) claim(sess string) admission.Admission {
 }
 
 const admColumns = `admission_id, target_session_id, request_id, seq, status, outcome, execution_generation,
-	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at`
+	owner_epoch, text, attachments, payload_digest, error, created_at, started_at, settled_at,
+	queue_order, delivery, steered_into, edited_digest`
 
 // row reads one admission directly; ok=false when it does not exist.
 func (e *env) row(id string) (admission.Admission, bool) {

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/admission"
 	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/protocol"
+	"github.com/sessiond/sessiond/store"
 )
 
 var (
@@ -32,17 +33,22 @@ type mAdm struct {
 	gen                   int64
 	epoch                 cluster.DaemonID // the daemon that started it (owner_epoch)
 	errText               string
-	claimed               bool
+	claimed               bool // claimed, or taken into a turn as a steer
+	origText              string
+	delivery              protocol.Delivery
+	steeredInto           string
 }
+
+func (a *mAdm) isSteer() bool { return a.steeredInto != "" }
 
 type mSess struct {
 	id         string
 	adms       []*mAdm // seq order
+	queue      []*mAdm // the queued admissions in the order they run
 	byInput    map[string]*mAdm
 	gen        int64
 	nextSeq    int64
 	events     int64
-	lastClaim  int64 // seq of the last claim: claims happen in seq order
 	claimCount int
 }
 
@@ -74,17 +80,16 @@ func (m *model) expectErr(err, want error) {
 
 func (m *model) pick(n int) int { return m.r.IntN(n) }
 
-// waitReason is the documented rule for a queued receipt's reason.
+// waitReason is the documented rule for a queued receipt's reason: an
+// unknown admission holds the queue, a started one makes it busy, then the
+// capacity, then the queued inputs ahead of it in the queue's order.
 func (s *mSess) waitReason(a *mAdm, atCap bool) protocol.WaitReason {
 	var unknown, started, ahead bool
 	for _, b := range s.adms {
-		if b.seq >= a.seq || b.status == admission.StatusTerminal {
-			continue
-		}
-		ahead = true
 		unknown = unknown || b.status == admission.StatusUnknown
 		started = started || b.status == admission.StatusStarted
 	}
+	ahead = slices.Index(s.queue, a) > 0
 	switch {
 	case unknown:
 		return admission.WaitUnknown
@@ -127,6 +132,8 @@ func (m *model) eqRow(ma *mAdm, a admission.Admission) error {
 	cmp("generation set", a.ExecutionGeneration.Valid, ma.gen != 0)
 	cmp("owner_epoch", a.Daemon.V, ma.epoch)
 	cmp("error", a.Error.String, ma.errText)
+	cmp("delivery", a.Delivery, ma.delivery)
+	cmp("steered_into", a.SteeredInto.String, ma.steeredInto)
 	if len(diffs) > 0 {
 		return fmt.Errorf("admission %s (%s seq %d): %s", ma.id, ma.sess, ma.seq, strings.Join(diffs, ", "))
 	}
@@ -172,15 +179,27 @@ func (m *model) checkSession(s *mSess) {
 		if a.ID != w.id || a.Seq != w.seq || a.Status != w.status || a.Outcome != w.outcome || a.Gen != w.gen || a.Epoch != w.epoch {
 			m.fatalf("session %s pending row %d is %+v, model %+v", s.id, i, a, *w)
 		}
-		switch a.Status {
-		case admission.StatusStarted:
+		switch {
+		case w.isSteer():
+		case a.Status == admission.StatusStarted:
 			started++
-		case admission.StatusUnknown:
+		case a.Status == admission.StatusUnknown:
 			unknown++
 		}
 	}
 	if started+unknown > 1 {
-		m.fatalf("session %s has %d started and %d unknown admissions", s.id, started, unknown)
+		m.fatalf("session %s has %d started and %d unknown turns", s.id, started, unknown)
+	}
+	order, err := admission.Order(m.e.db.Reads(context.Background()), s.id)
+	if err != nil {
+		m.fatalf("Order: %v", err)
+	}
+	var wantOrder []string
+	for _, a := range s.queue {
+		wantOrder = append(wantOrder, a.id)
+	}
+	if !slices.Equal(order, wantOrder) {
+		m.fatalf("session %s queue order %v, model %v", s.id, order, wantOrder)
 	}
 }
 
@@ -278,21 +297,85 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		w  int
 		fn func(s *mSess) *mAdm // returns the admission it touched, if any
 	}
+	wrongGen := func(a *mAdm) int64 {
+		switch m.pick(3) {
+		case 0:
+			return a.gen + 1
+		case 1:
+			return a.gen - 1 // an older generation: the previous turn's
+		}
+		return 0
+	}
+	busyOf := func(s *mSess) bool {
+		for _, a := range s.adms {
+			if a.status != admission.StatusTerminal {
+				return true
+			}
+		}
+		return false
+	}
+	hostOf := func(s *mSess, st admission.Status) *mAdm {
+		for _, a := range s.adms {
+			if a.status == st && !a.isSteer() {
+				return a
+			}
+		}
+		return nil
+	}
 	admitNew := func(s *mSess) *mAdm {
 		m.nextIn++
 		in := fmt.Sprintf("in-%d", m.nextIn)
 		text := fmt.Sprintf("text %d %x", m.nextIn, m.r.Uint32())
 		atCap := m.pick(3) == 0
-		rec, err := m.e.q.Admit(ctx, admission.AdmitRequest{SessionID: s.id, InputID: in, Text: text}, func() bool { return atCap })
+		whenBusy := []protocol.WhenBusy{"", protocol.WhenBusyQueue, protocol.WhenBusySteer, protocol.WhenBusySteer,
+			protocol.WhenBusyInterrupt, protocol.WhenBusyReject}[m.pick(6)]
+		busy := busyOf(s)
+		running := hostOf(s, admission.StatusStarted)
+		res, err := m.e.q.AdmitWith(ctx, admission.AdmitRequest{SessionID: s.id, InputID: in, Text: text, WhenBusy: whenBusy}, func() bool { return atCap })
+		rec := res.Receipt
+		if whenBusy == protocol.WhenBusyReject && busy {
+			m.expectErr(err, admission.ErrSessionBusy)
+			if n := m.e.count(`SELECT COUNT(*) FROM session_admissions WHERE request_id = ?`, in); n != 0 {
+				m.fatalf("a rejected input was stored")
+			}
+			return nil
+		}
 		if err != nil {
 			m.fatalf("Admit: %v", err)
 		}
-		a := &mAdm{id: rec.AdmissionID, input: in, text: text, sess: s.id, seq: s.nextSeq, status: admission.StatusQueued}
-		if rec.Seq != a.seq || rec.Duplicate || rec.Status != admission.StatusQueued || rec.Outcome != nil || rec.ExecutionGeneration != nil {
-			m.fatalf("receipt %+v, want seq %d queued, not duplicate", rec, a.seq)
+		a := &mAdm{id: rec.AdmissionID, input: in, text: text, origText: text, sess: s.id, seq: s.nextSeq, status: admission.StatusQueued,
+			delivery: protocol.DeliveryQueue}
+		if busy && whenBusy == protocol.WhenBusySteer {
+			a.delivery = protocol.DeliverySteer
+		}
+		if busy && whenBusy == protocol.WhenBusyInterrupt {
+			a.delivery = protocol.DeliveryInterrupt
+		}
+		if rec.Seq != a.seq || rec.Duplicate || rec.Status != admission.StatusQueued || rec.Outcome != nil || rec.ExecutionGeneration != nil ||
+			rec.Delivery != a.delivery {
+			m.fatalf("receipt %+v, want seq %d queued delivery %s, not duplicate", rec, a.seq, a.delivery)
+		}
+		wantInterrupt := int64(0)
+		if a.delivery == protocol.DeliveryInterrupt && running != nil {
+			wantInterrupt = running.gen
+		}
+		if res.Interrupt != wantInterrupt {
+			m.fatalf("admit asked to interrupt generation %d, want %d", res.Interrupt, wantInterrupt)
 		}
 		if m.byID[a.id] != nil {
 			m.fatalf("admission id %s reused", a.id)
+		}
+		switch a.delivery {
+		case protocol.DeliveryInterrupt:
+			s.queue = slices.Insert(s.queue, 0, a)
+		case protocol.DeliverySteer:
+			at := slices.IndexFunc(s.queue, func(b *mAdm) bool { return b.delivery == protocol.DeliveryQueue })
+			if at < 0 {
+				at = len(s.queue)
+			}
+			s.queue = slices.Insert(s.queue, at, a)
+		default:
+			s.queue = append(s.queue, a)
 		}
 		s.adms = append(s.adms, a)
 		s.byInput[in] = a
@@ -322,11 +405,15 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		}
 		other := m.pick(4) == 0
 		text := a.text
+		if m.pick(2) == 0 {
+			text = a.origText // the original, or the text after prompt.update: both are duplicates
+		}
 		if other {
-			text += " (edited)"
+			text += " (other)"
 		}
 		atCap := m.pick(3) == 0
-		rec, err := m.e.q.Admit(ctx, admission.AdmitRequest{SessionID: s.id, InputID: a.input, Text: text}, func() bool { return atCap })
+		whenBusy := []protocol.WhenBusy{"", protocol.WhenBusySteer, protocol.WhenBusyInterrupt, protocol.WhenBusyReject}[m.pick(4)]
+		rec, err := m.e.q.Admit(ctx, admission.AdmitRequest{SessionID: s.id, InputID: a.input, Text: text, WhenBusy: whenBusy}, func() bool { return atCap })
 		switch {
 		case other:
 			m.expectErr(err, admission.ErrConflict)
@@ -356,29 +443,25 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	claim := func(s *mSess) *mAdm {
 		got, err := m.e.q.Claim(ctx, s.id)
 		switch {
-		case len(s.withStatus(admission.StatusStarted)) > 0:
+		case hostOf(s, admission.StatusStarted) != nil:
 			m.expectErr(err, admission.ErrSessionBusy)
 			return nil
 		case len(s.withStatus(admission.StatusUnknown)) > 0:
 			m.expectErr(err, admission.ErrUnknownExecution)
 			return nil
 		}
-		queued := s.withStatus(admission.StatusQueued)
-		if len(queued) == 0 {
+		if len(s.queue) == 0 {
 			m.expectErr(err, admission.ErrNothingQueued)
 			return nil
 		}
 		if err != nil {
 			m.fatalf("Claim: %v", err)
 		}
-		a := queued[0]
+		a := s.queue[0]
 		if a.claimed {
 			m.fatalf("admission %s claimed twice", a.id)
 		}
-		if a.seq <= s.lastClaim {
-			m.fatalf("claim of seq %d after seq %d: FIFO order broken", a.seq, s.lastClaim)
-		}
-		s.lastClaim = a.seq
+		s.queue = s.queue[1:]
 		s.gen++
 		a.status, a.gen, a.epoch, a.claimed = admission.StatusStarted, s.gen, m.e.epoch, true
 		s.events += 2
@@ -394,18 +477,85 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			m.fatalf("claim of %s appended %d user messages", a.id, n)
 		}
 		if n := m.e.count(`SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user'`, s.id); n != s.claimCount {
-			m.fatalf("session %s has %d user messages for %d claims", s.id, n, s.claimCount)
+			m.fatalf("session %s has %d user messages for %d claims and steers", s.id, n, s.claimCount)
 		}
 		return a
 	}
-	wrongGen := func(a *mAdm) int64 {
-		switch m.pick(3) {
-		case 0:
-			return a.gen + 1
-		case 1:
-			return a.gen - 1 // an older generation: the previous turn's
+	// take is the model request boundary of the running turn: every queued
+	// steer is taken into it, in queue order, in a transaction fenced on
+	// the turn's execution (sometimes a stale one, which takes nothing).
+	take := func(s *mSess) *mAdm {
+		host := hostOf(s, admission.StatusStarted)
+		if host == nil {
+			host = hostOf(s, admission.StatusUnknown)
 		}
-		return 0
+		if host == nil {
+			host = randomAdm(s)
+		}
+		if host == nil {
+			return nil
+		}
+		x := admission.Execution{SessionID: s.id, AdmissionID: host.id, Generation: host.gen, Daemon: host.epoch}
+		live := host.status == admission.StatusStarted && !host.isSteer() && host.epoch == m.e.epoch
+		if m.pick(5) == 0 {
+			x.Generation = wrongGen(host)
+			live = live && x.Generation == host.gen
+		}
+		var taken []admission.Admission
+		err := m.e.db.InTx(ctx, func(tx *store.Tx) error {
+			if err := x.Check(tx); err != nil {
+				return err
+			}
+			var err error
+			taken, _, err = admission.TakeSteers(tx, x)
+			return err
+		})
+		if !live {
+			m.expectErr(err, admission.ErrFenced)
+			return host
+		}
+		if err != nil {
+			m.fatalf("TakeSteers: %v", err)
+		}
+		var want []*mAdm
+		rest := s.queue[:0:0]
+		for _, a := range s.queue {
+			if a.delivery == protocol.DeliverySteer {
+				want = append(want, a)
+			} else {
+				rest = append(rest, a)
+			}
+		}
+		s.queue = rest
+		if len(taken) != len(want) {
+			m.fatalf("took %d steers, want %d", len(taken), len(want))
+		}
+		for i, a := range want {
+			if a.claimed {
+				m.fatalf("steer %s taken twice", a.id)
+			}
+			a.status, a.gen, a.epoch, a.claimed, a.steeredInto = admission.StatusStarted, host.gen, host.epoch, true, host.id
+			s.events++
+			s.claimCount++
+			m.claimed[a.id]++
+			if taken[i].AdmissionID != a.id {
+				m.fatalf("steer %d taken is %s, want %s (queue order)", i, taken[i].AdmissionID, a.id)
+			}
+			if err := m.eqRow(a, taken[i]); err != nil {
+				m.fatalf("TakeSteers returned %v", err)
+			}
+		}
+		return host
+	}
+	// steersOf are the steers taken into host.
+	steersOf := func(s *mSess, host *mAdm) []*mAdm {
+		var out []*mAdm
+		for _, a := range s.adms {
+			if a.steeredInto == host.id && a.status != admission.StatusTerminal {
+				out = append(out, a)
+			}
+		}
+		return out
 	}
 	settle := func(s *mSess, outcome admission.Outcome, right bool) *mAdm {
 		var a *mAdm
@@ -428,11 +578,17 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		switch {
 		case outcome == admission.OutcomeCancelled:
 			m.expectErr(err, admission.ErrIllegalTransition)
+		case gen > 0 && a.status == admission.StatusStarted && a.isSteer():
+			m.expectErr(err, admission.ErrIllegalTransition)
 		case a.status != admission.StatusStarted || gen != a.gen || gen == 0:
 			m.expectErr(err, admission.ErrStaleGeneration)
 		case err != nil:
 			m.fatalf("Settle: %v", err)
 		default:
+			for _, st := range steersOf(s, a) {
+				st.status, st.outcome, st.errText = admission.StatusTerminal, string(outcome), errText
+				s.events++
+			}
 			a.status, a.outcome, a.errText = admission.StatusTerminal, string(outcome), errText
 			s.events += 2
 			if err := m.eqRow(a, got); err != nil {
@@ -456,6 +612,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				m.fatalf("Cancel: %v", err)
 			}
 			a.status, a.outcome = admission.StatusTerminal, string(admission.OutcomeCancelled)
+			s.queue = slices.DeleteFunc(s.queue, func(b *mAdm) bool { return b == a })
 			s.events++
 			if err := m.eqRow(a, got); err != nil {
 				m.fatalf("Cancel returned %v", err)
@@ -486,7 +643,17 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		if err != nil {
 			m.fatalf("ResolveUnknown: %v", err)
 		}
-		a.status, a.outcome = admission.StatusTerminal, string(admission.OutcomeInterrupted)
+		// A steer is closed with the turn it was taken into, whichever
+		// of them the operator names.
+		host := a
+		if a.isSteer() {
+			host = m.byID[a.steeredInto]
+		}
+		for _, st := range steersOf(s, host) {
+			st.status, st.outcome = admission.StatusTerminal, string(admission.OutcomeInterrupted)
+			s.events++
+		}
+		host.status, host.outcome = admission.StatusTerminal, string(admission.OutcomeInterrupted)
 		s.events += 2
 		if err := m.eqRow(a, got); err != nil {
 			m.fatalf("ResolveUnknown returned %v", err)
@@ -524,6 +691,102 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		}
 		return nil
 	}
+	update := func(s *mSess) *mAdm {
+		a := randomAdm(s)
+		if len(s.queue) > 0 && m.pick(3) > 0 {
+			a = s.queue[m.pick(len(s.queue))]
+		}
+		if a == nil {
+			return nil
+		}
+		text := fmt.Sprintf("updated %d %x", m.step, m.r.Uint32())
+		got, err := m.e.q.Update(ctx, s.id, a.id, text, nil)
+		switch a.status {
+		case admission.StatusQueued:
+			if err != nil {
+				m.fatalf("Update: %v", err)
+			}
+			a.text = text
+			s.events++
+			if err := m.eqRow(a, got); err != nil {
+				m.fatalf("Update returned %v", err)
+			}
+		case admission.StatusUnknown:
+			m.expectErr(err, admission.ErrUnknownExecution)
+		default:
+			m.expectErr(err, admission.ErrNotQueued)
+		}
+		return a
+	}
+	move := func(s *mSess) *mAdm {
+		a := randomAdm(s)
+		if len(s.queue) > 0 && m.pick(4) > 0 {
+			a = s.queue[m.pick(len(s.queue))]
+		}
+		if a == nil {
+			return nil
+		}
+		var before *mAdm
+		switch {
+		case m.pick(3) == 0:
+		case len(s.queue) > 0 && m.pick(5) > 0:
+			before = s.queue[m.pick(len(s.queue))]
+		default:
+			before = randomAdm(s)
+		}
+		if before == a {
+			before = nil
+		}
+		beforeID := ""
+		if before != nil {
+			beforeID = before.id
+		}
+		if m.pick(30) == 0 {
+			beforeID = "adm_missing"
+		}
+		order, err := m.e.q.Move(ctx, s.id, a.id, beforeID)
+		refusal := func(b *mAdm) error {
+			switch b.status {
+			case admission.StatusQueued:
+				return nil
+			case admission.StatusUnknown:
+				return admission.ErrUnknownExecution
+			}
+			return admission.ErrNotQueued
+		}
+		if want := refusal(a); want != nil {
+			m.expectErr(err, want)
+			return a
+		}
+		if beforeID == "adm_missing" {
+			m.expectErr(err, admission.ErrNotFound)
+			return a
+		}
+		if before != nil {
+			if want := refusal(before); want != nil {
+				m.expectErr(err, want)
+				return a
+			}
+		}
+		if err != nil {
+			m.fatalf("Move: %v", err)
+		}
+		s.queue = slices.DeleteFunc(s.queue, func(b *mAdm) bool { return b == a })
+		at := 0
+		if before != nil {
+			at = slices.Index(s.queue, before)
+		}
+		s.queue = slices.Insert(s.queue, at, a)
+		s.events++
+		var want []string
+		for _, b := range s.queue {
+			want = append(want, b.id)
+		}
+		if !slices.Equal(order, want) {
+			m.fatalf("Move returned order %v, model %v", order, want)
+		}
+		return a
+	}
 	outcomes := []admission.Outcome{admission.OutcomeCompleted, admission.OutcomeFailed, admission.OutcomeInterrupted}
 	ops := map[string]weighted{
 		"admit":         {15, admitNew},
@@ -540,6 +803,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		}},
 		"crash":   {2, crash},
 		"resolve": {10, resolve},
+		"take":    {8, take},
+		"update":  {6, update},
+		"move":    {7, move},
 	}
 	names := make([]string, 0, len(ops))
 	total := 0

@@ -32,7 +32,7 @@ type Summary struct {
 // indexes need their WHERE terms repeated (status <> 'terminal', status =
 // 'open').
 const summarySelect = `SELECT s.session_id, s.title, s.cwd, s.created_at,
-	(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started') AS running,
+	(SELECT admission_id FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'started' AND a.steered_into IS NULL) AS running,
 	(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id) AS pending_count,
 	(SELECT count(*) FROM session_admissions a WHERE a.status <> 'terminal' AND a.target_session_id = s.session_id AND a.status = 'unknown') AS unknown_count,
 	(SELECT count(*) FROM prompts p WHERE p.session_id = s.session_id AND p.status = 'open') AS open_prompts
@@ -149,11 +149,11 @@ func (q *Queue) OwnerOf(ctx context.Context, sessionID string) (Owner, error) {
 	return o, err
 }
 
-// StartedIn returns the started admission of sessionID; ok=false when none
-// is started.
+// StartedIn returns the started admission of sessionID (its turn, not the
+// steers taken into it); ok=false when none is started.
 func StartedIn(ctx context.Context, db *store.DB, sessionID string) (a Admission, ok bool, err error) {
 	err = db.Get(ctx, &a, `SELECT `+columns+` FROM session_admissions
-		WHERE status <> 'terminal' AND target_session_id = ? AND status = 'started'`, sessionID)
+		WHERE status <> 'terminal' AND target_session_id = ? AND status = 'started' AND steered_into IS NULL`, sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, false, nil
 	}

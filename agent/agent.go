@@ -98,6 +98,18 @@ type Journal interface {
 	Delta(t Turn, typ protocol.EventType, payload any)
 }
 
+// Steering hands the turn the inputs steered into it (prompt.submit with
+// when_busy steer, PROTOCOL.md 10.2). Take is called before every model
+// request of the turn: it takes every steer waiting for the session into
+// the turn, durably and fenced like every Journal write (the steers'
+// user messages are appended to the transcript in the same transaction
+// that marks them taken), and returns those user messages in order; none
+// when nothing waits. The request that follows sends them after the turn's
+// tool results, once.
+type Steering interface {
+	Take(ctx context.Context, t Turn) ([]Stored, error)
+}
+
 // ErrNotLive is returned by a Journal when the turn was fenced.
 var ErrNotLive = errors.New("turn is no longer live")
 
@@ -147,6 +159,9 @@ type Runner struct {
 	// Logger receives a warning for every repair made to a stored
 	// transcript before it is sent (see Repair); nil discards them.
 	Logger *slog.Logger
+	// Steering, when not nil, is asked for steered inputs before every
+	// model request.
+	Steering Steering
 }
 
 // Result of a turn: Outcome is "completed" or "failed" (with Error). A
@@ -195,6 +210,18 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 	for iter := 0; iter < maxIter; iter++ {
 		if ctx.Err() != nil {
 			return Result{Outcome: "failed", Error: "interrupted"}
+		}
+		if r.Steering != nil {
+			// The model request boundary: inputs steered into the turn
+			// join it here, after the tool results of the last reply.
+			steered, err := r.Steering.Take(ctx, t)
+			if err != nil {
+				if ctx.Err() != nil {
+					return Result{Outcome: "failed", Error: "interrupted"}
+				}
+				return failed("take steered input: %v", err)
+			}
+			transcript = append(transcript, steered...)
 		}
 		msgs, notes := buildMessages(s.Cwd, transcript)
 		if iter == 0 && r.Logger != nil {

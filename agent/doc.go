@@ -20,6 +20,10 @@
 // Decide names, the prompt, the answer). The rules the third promise
 // rests on are Decide's, table-tested over tools/risk's corpus.
 //
+// Before every model request the Runner asks its Steering for inputs
+// steered into the turn (prompt.submit when_busy steer) and sends them as
+// user messages after the turn's tool results.
+//
 // It must not know about FIFOs, SQLite or the wire: persistence and events
 // go through the Journal interface, prompts through Prompter, and the model
 // through Model. The daemon supplies them.

@@ -173,6 +173,42 @@ func BenchmarkPromptSubmit(b *testing.B) {
 	b.ReportMetric(float64(floor.Microseconds()), "fsync-floor-µs")
 }
 
+// BenchmarkPromptSubmitWhenBusy is the durable prompt.submit round trip
+// with one client while the session runs a turn (parked at the fake
+// model), for each when_busy that stores the input: queue (the FIFO's
+// end) and steer (placed for the running turn, ahead of the queue), so
+// that the two compare in one sitting (issue 25).
+func BenchmarkPromptSubmitWhenBusy(b *testing.B) {
+	for _, mode := range []string{"queue", "steer"} {
+		b.Run(mode, func(b *testing.B) {
+			d := startBench(b)
+			c := dialBench(b, d)
+			var snap struct {
+				SessionID string `json:"session_id"`
+			}
+			if err := c.call("session.create", map[string]any{"cwd": b.TempDir()}, &snap); err != nil {
+				b.Fatal(err)
+			}
+			// The turn that keeps the session busy.
+			if err := c.call("prompt.submit", map[string]any{"session_id": snap.SessionID, "input_id": "busy", "text": "parked"}, nil); err != nil {
+				b.Fatal(err)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if err := c.call("prompt.submit", map[string]any{"session_id": snap.SessionID, "input_id": fmt.Sprintf("in-%d", i),
+					"text": "benchmark input", "when_busy": mode}, nil); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			reportLatencies(b, lat)
+		})
+	}
+}
+
 // BenchmarkPromptSubmitParallel drives 64 clients on 64 sessions and
 // reports durable admissions per second (issue 3).
 func BenchmarkPromptSubmitParallel(b *testing.B) {

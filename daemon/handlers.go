@@ -43,6 +43,9 @@ func (d *Daemon) routes() (*rpc.Mux, error) {
 	rpc.Bind(m, protocol.MethodPairingCode, d.pairingCode)
 	rpc.Bind(m, protocol.MethodClientsList, d.clientsList)
 	rpc.Bind(m, protocol.MethodClientsRevoke, d.clientsRevoke)
+	rpc.Bind(m, protocol.MethodPromptUpdate, d.promptUpdate)
+	rpc.Bind(m, protocol.MethodPromptMove, d.promptMove)
+	rpc.Bind(m, protocol.MethodSessionFork, d.sessionFork)
 	if err := m.CheckTable(rpcMethods()); err != nil {
 		return nil, fmt.Errorf("GET /rpc: %w", err)
 	}
@@ -101,6 +104,7 @@ func wireErr(err error) error {
 		{prompts.ErrStaleGeneration, protocol.ReasonStaleGeneration},
 		{admission.ErrSessionBusy, protocol.ReasonSessionBusy},
 		{admission.ErrQueueFull, protocol.ReasonOverloaded},
+		{admission.ErrNotTerminal, protocol.ReasonNotTerminal},
 		{prompts.ErrInvalidAnswer, protocol.ReasonInvalidParams},
 		{store.ErrUnavailable, protocol.ReasonStorageUnavailable},
 	}
@@ -276,27 +280,113 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.Submi
 	if n, max := len(p.Text)+len(p.Attachments), d.cfg.Limits.MaxInputBytes; n > max {
 		return protocol.Receipt{}, protocol.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
 	}
-	if len(p.Attachments) > 0 && string(p.Attachments) != "null" {
-		canon, err := canonicalArray(p.Attachments)
-		if err != nil {
-			return protocol.Receipt{}, protocol.InvalidParams("attachments", "%v", err)
-		}
-		p.Attachments = canon
-	} else {
-		p.Attachments = nil
+	var err error
+	if p.Attachments, err = canonicalAttachments(p.Attachments); err != nil {
+		return protocol.Receipt{}, err
+	}
+	switch p.WhenBusy {
+	case "", protocol.WhenBusyQueue, protocol.WhenBusySteer, protocol.WhenBusyInterrupt, protocol.WhenBusyReject:
+	default:
+		return protocol.Receipt{}, protocol.InvalidParams("when_busy", "must be queue, steer, interrupt or reject, not %q", p.WhenBusy)
 	}
 	if d.draining.Load() {
 		return protocol.Receipt{}, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
-	rec, err := d.queue.Admit(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
-		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0}, d.sched.AtCapacity)
+	res, err := d.queue.AdmitWith(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
+		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0, WhenBusy: p.WhenBusy}, d.sched.AtCapacity)
 	if err != nil {
 		return protocol.Receipt{}, err
+	}
+	rec := res.Receipt
+	if res.Interrupt > 0 {
+		// The request is durable and announced to another owner; here,
+		// the running turn stops now and the input runs next. The
+		// receipt does not wait for the turn to settle.
+		go func() {
+			ictx, cancel := context.WithTimeout(d.ctx, time.Minute)
+			defer cancel()
+			if _, _, err := d.sched.Interrupt(ictx, p.SessionID, res.Interrupt); err != nil {
+				d.log.Warn("interrupt for a when_busy interrupt input", "session_id", p.SessionID, "err", err)
+			}
+		}()
 	}
 	if !rec.Duplicate {
 		d.sched.Wake(p.SessionID)
 	}
 	return receiptToWire(rec), nil
+}
+
+// canonicalAttachments is canonicalArray for the attachments param: nil
+// for none (absent or null), invalid_params when not an array.
+func canonicalAttachments(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	canon, err := canonicalArray(raw)
+	if err != nil {
+		return nil, protocol.InvalidParams("attachments", "%v", err)
+	}
+	return canon, nil
+}
+
+func (d *Daemon) promptUpdate(ctx context.Context, c *rpc.Conn, p protocol.UpdateParams) (protocol.Receipt, error) {
+	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
+		return protocol.Receipt{}, err
+	}
+	if p.Text == "" {
+		return protocol.Receipt{}, protocol.InvalidParams("text", "required and non-empty")
+	}
+	if n, max := len(p.Text)+len(p.Attachments), d.cfg.Limits.MaxInputBytes; n > max {
+		return protocol.Receipt{}, protocol.InvalidParams("text", "input is %d bytes; the limit is %d (limits.max_input_bytes)", n, max)
+	}
+	att, err := canonicalAttachments(p.Attachments)
+	if err != nil {
+		return protocol.Receipt{}, err
+	}
+	a, err := d.queue.Update(ctx, p.SessionID, p.AdmissionID, p.Text, att)
+	if err != nil {
+		return protocol.Receipt{}, err
+	}
+	r := receiptToWire(a.Receipt())
+	r.Text = a.Text
+	return r, nil
+}
+
+func (d *Daemon) promptMove(ctx context.Context, c *rpc.Conn, p protocol.MoveParams) (protocol.MoveResult, error) {
+	if err := errors.Join(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
+		return protocol.MoveResult{}, err
+	}
+	if p.Before == p.AdmissionID {
+		return protocol.MoveResult{}, protocol.InvalidParams("before", "must name another admission than admission_id")
+	}
+	order, err := d.queue.Move(ctx, p.SessionID, p.AdmissionID, p.Before)
+	if err != nil {
+		return protocol.MoveResult{}, err
+	}
+	if order == nil {
+		order = []string{}
+	}
+	return protocol.MoveResult{Order: order}, nil
+}
+
+func (d *Daemon) sessionFork(ctx context.Context, c *rpc.Conn, p protocol.ForkParams) (protocol.ForkResult, error) {
+	if err := required("session_id", p.SessionID); err != nil {
+		return protocol.ForkResult{}, err
+	}
+	if identOf(c).SessionID != "" {
+		// A new session is beyond the reach of a client paired for one.
+		return protocol.ForkResult{}, protocol.Errorf(protocol.ReasonForbidden,
+			"a client paired for one session cannot create another (session.fork)")
+	}
+	if d.draining.Load() {
+		return protocol.ForkResult{}, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and creates no sessions")
+	}
+	id, err := d.queue.Fork(ctx, admission.ForkRequest{SessionID: p.SessionID, Through: p.ThroughAdmissionID, Label: d.cfg.Cluster.Label})
+	if err != nil {
+		return protocol.ForkResult{}, err
+	}
+	d.audit().Info("session forked", append(connAttrs(c), "session_id", id, "source_session_id", p.SessionID, "through_admission_id", p.ThroughAdmissionID)...)
+	return protocol.ForkResult{SessionID: id}, nil
 }
 
 // canonicalArray re-encodes a JSON array with sorted object keys and no

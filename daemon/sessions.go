@@ -240,7 +240,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*protocol.Snapshot
 			r := receiptToWire(a.Receipt())
 			r.Text = a.Text
 			snap.Pending = append(snap.Pending, r)
-			if a.Status == admission.StatusStarted {
+			if a.Status == admission.StatusStarted && !a.SteeredInto.Valid {
 				id := a.AdmissionID
 				snap.Running = &id
 			}

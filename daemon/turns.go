@@ -50,6 +50,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 		Prompter: prompter{d},
 		NewModel: e.model,
 		Logger:   d.log,
+		Steering: &journal{d: d},
 	}
 	return e, nil
 }
@@ -212,6 +213,41 @@ func (j *journal) ToolCompleted(ctx context.Context, t agent.Turn, ev agent.Tool
 		_, err := tx.AppendEvent(t.SessionID, protocol.EventToolCompleted, t.AdmissionID, t.Generation, payload)
 		return err
 	})
+}
+
+// Take implements agent.Steering: a read first (nothing is written while
+// nobody steers), then one fenced transaction that takes the session's
+// queued steers into the turn and appends their user messages
+// (admission.TakeSteers) and the message.completed events.
+func (j *journal) Take(ctx context.Context, t agent.Turn) ([]agent.Stored, error) {
+	waiting, err := admission.SteersWaiting(j.d.db.Reads(ctx), t.SessionID)
+	if err != nil || !waiting {
+		return nil, err
+	}
+	var out []agent.Stored
+	err = j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		out = nil
+		if err := j.fence(tx, t); err != nil {
+			return err
+		}
+		x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, LeaseEpoch: t.LeaseEpoch}
+		_, msgs, err := admission.TakeSteers(tx, x)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if _, err := tx.AppendEvent(t.SessionID, protocol.EventMessageCompleted, m.AdmissionID.String, t.Generation,
+				protocol.MessageCompletedPayload{Message: messageWire(m)}); err != nil {
+				return err
+			}
+			out = append(out, agent.Stored{Role: m.Role, Content: m.Content})
+		}
+		return nil
+	})
+	if len(out) > 0 {
+		j.d.log.Info("steered input taken into the running turn", "session_id", t.SessionID, "admission_id", t.AdmissionID, "steers", len(out))
+	}
+	return out, err
 }
 
 func (j *journal) Delta(t agent.Turn, typ protocol.EventType, payload any) {

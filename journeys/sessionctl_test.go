@@ -64,6 +64,8 @@ func TestSessionctlAttach(t *testing.T) {
 	m.On("long story", fixtures.Reply{Text: "Once upon a time there was a daemon", StreamGate: held})
 	crash := fixtures.NewGate()
 	m.On("crash story", fixtures.Reply{Text: "This turn never ends", StreamGate: crash})
+	m.On("steer me", ctlTerminalCall(stWaitCmd))
+	m.On("and steer this", fixtures.Reply{Text: "Steered."})
 	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual}")})
 	cwd := t.TempDir()
 	if err := os.Mkdir(filepath.Join(cwd, "victim"), 0o700); err != nil {
@@ -108,18 +110,39 @@ func TestSessionctlAttach(t *testing.T) {
 	p.keys("Enter")
 	p.waitText("clarify answered: Sir Fluffington", "assistant › Lovely name.")
 
-	// A queued input while a turn streams; Ctrl-C interrupts the turn and
-	// the queue moves on.
+	// A line typed while a command runs is steered into the turn by
+	// default: the model gets it after the tool result, in the same turn.
+	p.typeText("steer me")
+	p.keys("Enter")
+	fixtures.Eventually(t, wait, "the command to start", func() bool { return trExists(filepath.Join(cwd, "started")) })
+	p.waitText("turn running", "Enter steers into it (Tab: queue)")
+	p.typeText("and steer this")
+	p.keys("Enter")
+	if err := os.WriteFile(filepath.Join(cwd, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.waitText("and steer this (steered into the running turn)", "assistant › Steered.")
+	if reqs := m.RequestsWithLastUser("and steer this"); len(reqs) != 1 || trRoles(reqs[0]) != strings.TrimSuffix(trRoles(reqs[0]), ",assistant,tool,user")+",assistant,tool,user" {
+		t.Fatalf("the steer reached the model in %d requests, want 1 after the tool result", len(reqs))
+	}
+	if n := len(m.RequestsWithLastUser("steer me")); n != 1 {
+		t.Fatalf("the steered turn asked the model %d times about its own input, want 1", n)
+	}
+
+	// A queued input while a turn streams (Tab: queue rather than steer);
+	// Ctrl-C interrupts the turn and the queue moves on.
 	p.typeText("long story")
 	p.keys("Enter")
 	<-held.Waiting()
 	p.waitText("assistant › Once", "turn running")
+	p.keys("Tab")
+	p.waitText("Enter queues (Tab: steer)")
 	p.typeText("follow up")
 	p.keys("Enter")
 	p.waitText("queued #", "(waits: busy): follow up")
 	p.keys("C-c")
 	p.waitText("turn interrupted", "assistant › ok: follow up")
-	p.waitFor("the follow-up turn to finish", func(s string) bool { return strings.Count(s, "turn completed") >= 4 })
+	p.waitFor("the follow-up turn to finish", func(s string) bool { return strings.Count(s, "turn completed") >= 5 })
 
 	// A daemon crash mid-turn: attach says so, reconnects to the new
 	// daemon by itself and shows the unknown input; an operator resolves.

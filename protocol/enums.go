@@ -32,6 +32,30 @@ const (
 	WaitUnknown  WaitReason = "unknown"  // an unknown admission holds the session's FIFO
 )
 
+// WhenBusy is what prompt.submit asks for when its session runs a turn
+// (PROTOCOL.md section 10.2).
+type WhenBusy string
+
+// The when_busy values.
+const (
+	WhenBusyQueue     WhenBusy = "queue"     // wait in the FIFO (the default)
+	WhenBusySteer     WhenBusy = "steer"     // hand it to the running turn at its next model request
+	WhenBusyInterrupt WhenBusy = "interrupt" // interrupt the running turn and run this next
+	WhenBusyReject    WhenBusy = "reject"    // refuse with session_busy; store nothing
+)
+
+// Delivery is how an admitted input meets a running turn (a receipt's
+// delivery): queue, steer or interrupt. A steer or interrupt asked while
+// the session is idle is admitted as queue.
+type Delivery string
+
+// The deliveries.
+const (
+	DeliveryQueue     Delivery = "queue"
+	DeliverySteer     Delivery = "steer"
+	DeliveryInterrupt Delivery = "interrupt"
+)
+
 // PromptKind is approval or clarify.
 type PromptKind string
 

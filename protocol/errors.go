@@ -32,6 +32,9 @@ const (
 	ReasonStorageUnavailable Reason = "storage_unavailable"
 	ReasonOverloaded         Reason = "overloaded"
 	ReasonSessionBusy        Reason = "session_busy"
+	// ReasonNotTerminal: session.fork through an admission that is not
+	// terminal.
+	ReasonNotTerminal Reason = "not_terminal"
 	// ReasonForbidden: the connection's paired token's scope does not allow
 	// the method (read-only, or an owner-only method), or pairing refused.
 	ReasonForbidden Reason = "forbidden"
@@ -93,6 +96,7 @@ var (
 	ErrStorageUnavailable = &Error{Code: CodeRefused, Reason: ReasonStorageUnavailable}
 	ErrOverloaded         = &Error{Code: CodeRefused, Reason: ReasonOverloaded}
 	ErrSessionBusy        = &Error{Code: CodeRefused, Reason: ReasonSessionBusy}
+	ErrNotTerminal        = &Error{Code: CodeRefused, Reason: ReasonNotTerminal}
 )
 
 // Errorf returns a new Error with the reason's code and a formatted message.
@@ -136,7 +140,7 @@ func AsError(err error) *Error {
 var Reasons = []Reason{
 	ReasonInvalidParams, ReasonNotFound, ReasonStaleGeneration, ReasonUnknownExecution,
 	ReasonAdmissionConflict, ReasonCancelled, ReasonNotQueued, ReasonDraining,
-	ReasonStorageUnavailable, ReasonOverloaded, ReasonSessionBusy, ReasonForbidden,
+	ReasonStorageUnavailable, ReasonOverloaded, ReasonSessionBusy, ReasonNotTerminal, ReasonForbidden,
 	ReasonParseError, ReasonInvalidRequest, ReasonMethodNotFound, ReasonInternal,
 }
 

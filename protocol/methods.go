@@ -35,6 +35,9 @@ const (
 	MethodSessionUpdate   = "session.update"
 	MethodSessionDelete   = "session.delete"
 	MethodApprovalsRevoke = "approvals.revoke"
+	MethodPromptUpdate    = "prompt.update"
+	MethodPromptMove      = "prompt.move"
+	MethodSessionFork     = "session.fork"
 	NotifySessionEvent    = "session.event"
 
 	// Pairing (PROTOCOL.md section 2, docs/protocol.md "Paired clients").
@@ -117,6 +120,9 @@ var Methods = []MethodSpec{
 	{MethodPair, ScopePairing, PairParams{}, PairResult{}},
 	{MethodClientsList, ScopeOwner, ClientsListParams{}, ClientsList{}},
 	{MethodClientsRevoke, ScopeOwner, ClientRef{}, RevokeResult{}},
+	{MethodPromptUpdate, ScopeWrite, UpdateParams{}, Receipt{}},
+	{MethodPromptMove, ScopeWrite, MoveParams{}, MoveResult{}},
+	{MethodSessionFork, ScopeWrite, ForkParams{}, ForkResult{}},
 }
 
 // Method returns the row of the method called name.

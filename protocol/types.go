@@ -192,6 +192,14 @@ type Receipt struct {
 	// ResolvedBy who resolved it after a crash (prompt.resolve_unknown).
 	Sender     *Sender `json:"sender,omitempty"`
 	ResolvedBy *Sender `json:"resolved_by,omitempty"`
+	// Delivery is how the input meets a running turn (PROTOCOL.md 10.2):
+	// "steer" when it was admitted for the running turn, "interrupt" when
+	// it interrupted it, "queue" otherwise.
+	Delivery Delivery `json:"delivery,omitempty"`
+	// SteeredInto is the admission of the turn a steer was taken into (at
+	// that turn's next model request); the steer then has that turn's
+	// status and generation and settles with it.
+	SteeredInto string `json:"steered_into,omitempty"`
 }
 
 // Snapshot is the result of session.create and session.resume.
@@ -260,12 +268,52 @@ type SessionList struct {
 	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
-// SubmitParams are the params of prompt.submit.
+// SubmitParams are the params of prompt.submit. WhenBusy says what to do
+// while the session runs a turn (PROTOCOL.md 10.2): queue (the default),
+// steer, interrupt or reject.
 type SubmitParams struct {
 	SessionID   string          `json:"session_id"`
 	InputID     string          `json:"input_id"`
 	Text        string          `json:"text"`
 	Attachments json.RawMessage `json:"attachments,omitempty"`
+	WhenBusy    WhenBusy        `json:"when_busy,omitempty"`
+}
+
+// UpdateParams are the params of prompt.update: the new text (and
+// attachments; omitted: none) of a queued admission (PROTOCOL.md 10.3).
+type UpdateParams struct {
+	SessionID   string          `json:"session_id"`
+	AdmissionID string          `json:"admission_id"`
+	Text        string          `json:"text"`
+	Attachments json.RawMessage `json:"attachments,omitempty"`
+}
+
+// MoveParams are the params of prompt.move: put the queued admission
+// AdmissionID just before the queued admission Before, or at the front of
+// the queue when Before is omitted.
+type MoveParams struct {
+	SessionID   string `json:"session_id"`
+	AdmissionID string `json:"admission_id"`
+	Before      string `json:"before,omitempty"`
+}
+
+// MoveResult is the result of prompt.move: the session's queued
+// admissions in the order they will run.
+type MoveResult struct {
+	Order []string `json:"order"`
+}
+
+// ForkParams are the params of session.fork: the new session gets the
+// transcript of every turn up to and including ThroughAdmissionID (a
+// terminal admission; default: every terminal admission).
+type ForkParams struct {
+	SessionID          string `json:"session_id"`
+	ThroughAdmissionID string `json:"through_admission_id,omitempty"`
+}
+
+// ForkResult is the result of session.fork: the new session's id.
+type ForkResult struct {
+	SessionID string `json:"session_id"`
 }
 
 // AdmissionRef names one admission: prompt.cancel.

@@ -130,7 +130,8 @@ func (p SessionListParams) Validate() error {
 }
 
 // Validate requires session_id, an input_id of 1-128 characters of
-// [A-Za-z0-9._:-] and a non-empty text.
+// [A-Za-z0-9._:-], a non-empty text, and when_busy (when given) one of
+// queue, steer, interrupt, reject.
 func (p SubmitParams) Validate() error {
 	if err := required("session_id", p.SessionID); err != nil {
 		return err
@@ -144,6 +145,11 @@ func (p SubmitParams) Validate() error {
 	if !utf8.ValidString(p.Text) {
 		return InvalidParams("text", "not valid UTF-8")
 	}
+	switch p.WhenBusy {
+	case "", WhenBusyQueue, WhenBusySteer, WhenBusyInterrupt, WhenBusyReject:
+	default:
+		return InvalidParams("when_busy", "must be queue, steer, interrupt or reject, not %q", p.WhenBusy)
+	}
 	return nil
 }
 
@@ -151,6 +157,35 @@ func (p SubmitParams) Validate() error {
 func (p AdmissionRef) Validate() error {
 	return firstErr(required("session_id", p.SessionID), required("admission_id", p.AdmissionID))
 }
+
+// Validate requires session_id, admission_id and a non-empty UTF-8 text.
+func (p UpdateParams) Validate() error {
+	if err := firstErr(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
+		return err
+	}
+	if p.Text == "" {
+		return InvalidParams("text", "required and non-empty")
+	}
+	if !utf8.ValidString(p.Text) {
+		return InvalidParams("text", "not valid UTF-8")
+	}
+	return nil
+}
+
+// Validate requires session_id and admission_id; before, when given, must
+// name another admission.
+func (p MoveParams) Validate() error {
+	if err := firstErr(required("session_id", p.SessionID), required("admission_id", p.AdmissionID)); err != nil {
+		return err
+	}
+	if p.Before == p.AdmissionID {
+		return InvalidParams("before", "must name another admission than admission_id")
+	}
+	return nil
+}
+
+// Validate requires session_id.
+func (p ForkParams) Validate() error { return required("session_id", p.SessionID) }
 
 // Validate requires session_id, admission_id and execution_generation.
 func (p ResolveUnknownParams) Validate() error {

@@ -124,7 +124,7 @@ func TestPostgresConcurrentOpenMigratesOnce(t *testing.T) {
 		want = append(want, m.version)
 	}
 	if fmt.Sprint(versions) != fmt.Sprint(want) {
-		t.Fatalf("schema_version = %v; want each embedded migration once, %v", versions, want)
+		t.Fatalf("schema_version = %v, want %v (each migration once)", versions, want)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -96,8 +95,8 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != latestMigration(t) {
-			t.Fatalf("schema version = %d, %v; want %d", v, err, latestMigration(t))
+		if want := latestMigration(t); err != nil || v != want {
+			t.Fatalf("schema version = %d, %v; want %d", v, err, want)
 		}
 		var n int
 		db.Get(context.Background(), &n, tables)
@@ -517,20 +516,74 @@ func BenchmarkInTxParallel(b *testing.B) {
 	b.ReportMetric(float64(txs)/float64(max(batches, 1)), "tx/commit")
 }
 
-// latestMigration is the number of the last embedded migration (the
-// branches number theirs apart, so the count has gaps).
+// latestMigration is the number of the last embedded migration of the
+// store's driver in this run (the schema version a fresh Open reaches).
 func latestMigration(t *testing.T) int {
 	t.Helper()
-	entries, err := migrationFS.ReadDir("migrations")
+	dir := "migrations"
+	if testDriver == Postgres {
+		dir = "migrations_pg"
+	}
+	migs, err := readMigrations(dir)
+	if err != nil || len(migs) == 0 {
+		t.Fatalf("embedded migrations of %s: %d, %v", dir, len(migs), err)
+	}
+	return migs[len(migs)-1].version
+}
+
+// Migration 0006 (issue 25) gives every existing admission its FIFO place
+// (queue_order = seq) and delivery 'queue'; delivery is checked.
+func TestMigration0006OrdersTheExistingQueue(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	opt := testOptions(t, Options{})
+	migrateUpTo = 5
+	db, err := Open(ctx, path, opt)
+	migrateUpTo = 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := 0
-	for _, e := range entries {
-		num, _, _ := strings.Cut(e.Name(), "_")
-		if v, err := strconv.Atoi(num); err == nil && v > last {
-			last = v
+	if err := db.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
+			VALUES ('s1', '/tmp', 'm', 'openai', 'http://x', '[]', ?)`, Now()); err != nil {
+			return err
+		}
+		for _, seq := range []int{1, 2, 3} {
+			if _, err := tx.Exec(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status, text, payload_digest, created_at)
+				VALUES (?, 's1', ?, ?, 'queued', 'hi', 'd', ?)`, fmt.Sprintf("a%d", seq), fmt.Sprintf("i%d", seq), seq, Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(ctx, path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows []struct {
+		Seq      int64   `db:"seq"`
+		Order    int64   `db:"queue_order"`
+		Delivery string  `db:"delivery"`
+		Steered  *string `db:"steered_into"`
+	}
+	if err := db.Select(ctx, &rows, `SELECT seq, queue_order, delivery, steered_into FROM session_admissions ORDER BY seq`); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Order != r.Seq || r.Delivery != "queue" || r.Steered != nil {
+			t.Fatalf("after 0006: %+v", rows)
 		}
 	}
-	return last
+	err = db.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`UPDATE session_admissions SET delivery = 'bogus' WHERE seq = 1`)
+		return err
+	})
+	if err == nil || !IsConstraint(err) {
+		t.Fatalf("delivery 'bogus' was accepted: %v", err)
+	}
 }

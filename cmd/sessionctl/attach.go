@@ -23,8 +23,14 @@ left unknown by a daemon crash. Type a line and press Enter to submit it;
 every submit carries a fresh input id, so a retry after a dropped
 connection never runs twice.
 
+A line typed while a turn runs is steered into that turn by default: it
+reaches the model at the turn's next request, after the tool results
+(prompt.submit when_busy steer); Tab switches to queueing it as the next
+turn instead, and back. The status line says which.
+
 Keys:
   Enter            submit the line (or answer the open clarify prompt)
+  Tab              while a turn runs: steer lines into it (default) or queue them
   o s a d          answer an open approval prompt: once, session, always, deny
   1..9 + Enter     pick a clarify choice; any other text is a free answer
   Ctrl-C           interrupt the running turn; a second Ctrl-C within 2 s,

@@ -34,7 +34,10 @@ type sessionView struct {
 
 	// follow is the admission `send` waits for ("" in attach); the members
 	// below are about it.
-	follow    string
+	follow string
+	// host is the turn the followed steer was taken into (its
+	// steered_into): send's reply is that turn's answer.
+	host      string
 	receipt   *protocol.Receipt          // its latest receipt, kept once terminal
 	replies   map[int64]protocol.Message // its assistant messages, by message id
 	turnError string                     // its turn.completed error
@@ -68,6 +71,12 @@ type (
 	}
 	// assistantSaid: an assistant message with content (not only tool calls).
 	assistantSaid struct{ Content string }
+	// inputSteered: the user message of a steer taken into the running
+	// turn (prompt.submit when_busy steer), submitted by Sender.
+	inputSteered struct {
+		Text   string
+		Sender *protocol.Sender
+	}
 	// toolStarted: a tool call began; Summary is toolSummary's line.
 	toolStarted struct{ Name, Summary string }
 	// toolEnded: a tool call ended; Line is resultSummary's line and
@@ -104,6 +113,7 @@ func (inputCancelled) isChange()   {}
 func (inputUnknown) isChange()     {}
 func (turnStarted) isChange()      {}
 func (assistantSaid) isChange()    {}
+func (inputSteered) isChange()     {}
 func (toolStarted) isChange()      {}
 func (toolEnded) isChange()        {}
 func (promptOpened) isChange()     {}
@@ -162,13 +172,21 @@ func reduce(v sessionView, ev protocol.Event) (sessionView, []change) {
 		v.stream += p.Text
 	case protocol.MessageCompletedPayload:
 		v.stream = ""
+		if p.Message.Role == protocol.RoleUser {
+			// Only steers: a turn's own input comes with turn.started.
+			sender := p.Message.Sender
+			if sender == nil {
+				sender = v.senders[ev.AdmissionID]
+			}
+			out = append(out, inputSteered{Text: p.Message.Content, Sender: sender})
+		}
 		if p.Message.Role == protocol.RoleAssistant {
 			v.callNames = withCalls(v.callNames, p.Message.ToolCalls)
 			if strings.TrimSpace(p.Message.Content) != "" {
 				out = append(out, assistantSaid{p.Message.Content})
 			}
 		}
-		if followed {
+		if followed || (v.host != "" && ev.AdmissionID == v.host) {
 			v = v.withMessage(p.Message)
 		}
 	case protocol.ToolStartedPayload:
@@ -247,6 +265,9 @@ func (v sessionView) withReceipt(r protocol.Receipt) sessionView {
 		return v
 	}
 	v.receipt = &r
+	if r.SteeredInto != "" {
+		v.host = r.SteeredInto
+	}
 	if r.Status == protocol.StatusTerminal || r.Status == protocol.StatusUnknown {
 		v.finished = true
 	}
@@ -256,7 +277,7 @@ func (v sessionView) withReceipt(r protocol.Receipt) sessionView {
 // withMessage keeps m when it is an assistant message of the followed
 // admission (send's reply is the last one with content).
 func (v sessionView) withMessage(m protocol.Message) sessionView {
-	if v.follow != "" && m.AdmissionID == v.follow && m.Role == protocol.RoleAssistant {
+	if v.follow != "" && (m.AdmissionID == v.follow || (v.host != "" && m.AdmissionID == v.host)) && m.Role == protocol.RoleAssistant {
 		v.replies = with(v.replies, m.ID, m)
 	}
 	return v

@@ -70,6 +70,12 @@ func TestReduce(t *testing.T) {
 		want:    sessionView{streamAdm: "a2", callNames: map[string]string{"c1": "terminal"}},
 		changes: []change{assistantSaid{"done"}},
 	}, {
+		name:    "a steer's user message taken into the running turn is told, with its sender",
+		start:   sessionView{senders: map[string]*protocol.Sender{"s1": owner}},
+		events:  []protocol.Event{rev(protocol.EventMessageCompleted, "s1", protocol.MessageCompletedPayload{Message: protocol.Message{ID: 8, Role: protocol.RoleUser, Content: "also the tests", AdmissionID: "s1"}})},
+		want:    sessionView{senders: map[string]*protocol.Sender{"s1": owner}},
+		changes: []change{inputSteered{Text: "also the tests", Sender: owner}},
+	}, {
 		name:    "a tool call runs, its output is kept, its end reports the result line",
 		events:  []protocol.Event{rev(protocol.EventToolStarted, "a1", protocol.ToolStartedPayload{ToolCallID: "c1", Name: "terminal", Args: json.RawMessage(`{"command":"ls"}`)}), rev(protocol.EventToolOutput, "a1", protocol.ToolOutputPayload{ToolCallID: "c1", Text: "a\n"}), rev(protocol.EventToolOutput, "a1", protocol.ToolOutputPayload{ToolCallID: "c9", Text: "lost"})},
 		want:    sessionView{tools: []toolView{{id: "c1", name: "terminal", summary: "$ ls", out: "a\n"}}},

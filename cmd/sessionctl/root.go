@@ -119,6 +119,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.pendingCommand(),
 		a.resolveCommand(),
 		a.cancelCommand(),
+		a.queueCommand(),
+		a.forkCommand(),
 		a.interruptCommand(),
 		a.approveCommand(),
 		a.answerCommand(),

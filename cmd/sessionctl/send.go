@@ -52,7 +52,8 @@ type sendResult struct {
 }
 
 func (a *app) sendCommand() *cobra.Command {
-	var inputID string
+	var inputID, whenBusy string
+	var steer bool
 	var reconnectFor time.Duration
 	cmd := &cobra.Command{
 		Use:   "send SESSION TEXT",
@@ -80,16 +81,25 @@ re-submits with the same input id, which is safe.
 The turn runs in the daemon: interrupting sessionctl (Ctrl-C, --timeout)
 stops waiting, not the turn. Approvals and clarifications the turn asks for
 must be answered elsewhere (attach, approve, answer) or they time out; send
-prints a note on stderr for each with the exact command to answer it.`,
+prints a note on stderr for each with the exact command to answer it.
+
+While the session runs a turn, --when-busy says what the input does:
+queue (the default: wait in the FIFO), steer (--steer: join the running
+turn at its next model request; send then waits for that turn and prints
+its reply), interrupt (stop the running turn and run this next) or reject
+(refused with exit 1 and nothing stored).`,
 		Example: `  sessionctl send "$S" "summarise README.md"
   git diff | sessionctl send "$S" -
   sessionctl send "$S" "run the tests" --input-id ci-build-1234 --json | jq -r .reply
-  sessionctl send "$S" "long job" --timeout 10m; [ $? = 5 ] && echo "still running"`,
+  sessionctl send "$S" "long job" --timeout 10m; [ $? = 5 ] && echo "still running"
+  sessionctl send "$S" "also run the tests" --steer`,
 		Args: args(2, "SESSION TEXT"),
 	}
 	cmd.Flags().StringVar(&inputID, "input-id", "", "idempotency key, 1-128 characters of [A-Za-z0-9._:-] (default: a fresh one)")
 	cmd.Flags().DurationVar(&a.timeout, "timeout", 0, "stop waiting after this long, exit 5 (0: wait until the turn settles)")
 	cmd.Flags().DurationVar(&reconnectFor, "reconnect-timeout", time.Minute, "how long to keep reconnecting after the connection drops")
+	cmd.Flags().StringVar(&whenBusy, "when-busy", "", "while a turn runs: queue | steer | interrupt | reject (default queue)")
+	cmd.Flags().BoolVar(&steer, "steer", false, "short for --when-busy steer: add the input to the running turn")
 	a.addJSONFlag(cmd)
 	cmd.RunE = a.verb(true, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		text := args[1]
@@ -108,7 +118,18 @@ prints a note on stderr for each with the exact command to answer it.`,
 		} else if !validInputID(inputID) {
 			return usageError("--input-id %q: must be 1-128 characters of [A-Za-z0-9._:-]", inputID)
 		}
-		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor}
+		if steer {
+			if whenBusy != "" && whenBusy != string(protocol.WhenBusySteer) {
+				return usageError("--steer and --when-busy %s contradict each other", whenBusy)
+			}
+			whenBusy = string(protocol.WhenBusySteer)
+		}
+		switch protocol.WhenBusy(whenBusy) {
+		case "", protocol.WhenBusyQueue, protocol.WhenBusySteer, protocol.WhenBusyInterrupt, protocol.WhenBusyReject:
+		default:
+			return usageError("--when-busy %q: must be queue, steer, interrupt or reject", whenBusy)
+		}
+		s := &sender{app: a, sessionID: args[0], inputID: inputID, text: text, reconnectFor: reconnectFor, whenBusy: protocol.WhenBusy(whenBusy)}
 		return s.run(ctx)
 	})
 	return cmd
@@ -121,6 +142,7 @@ type sender struct {
 	inputID      string
 	text         string
 	reconnectFor time.Duration
+	whenBusy     protocol.WhenBusy
 
 	admissionID string
 	// sessionView follows the admission (reduce.go, shared with attach):
@@ -215,7 +237,7 @@ func (s *sender) session(ctx context.Context, c *rpc.Client) error {
 	// admission and its status as of now.
 	var r protocol.Receipt
 	for {
-		err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: s.sessionID, InputID: s.inputID, Text: s.text}, &r)
+		err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: s.sessionID, InputID: s.inputID, Text: s.text, WhenBusy: s.whenBusy}, &r)
 		if errors.Is(err, protocol.ErrOverloaded) {
 			select {
 			case <-time.After(200 * time.Millisecond):

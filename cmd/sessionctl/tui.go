@@ -65,6 +65,9 @@ func (m *tuiModel) toolState(toolCallID string) string {
 type outItem struct {
 	inputID, text string
 	inflight      bool
+	// whenBusy is what the line asks for if a turn runs when it
+	// arrives: steer (typed while a turn ran, the default) or queue.
+	whenBusy protocol.WhenBusy
 }
 
 // clarifyState is the progress of answering a clarify prompt.
@@ -103,6 +106,9 @@ type tuiModel struct {
 	cursor int
 	draft  []rune // the line being typed when a clarify prompt took the input
 	outbox []outItem
+	// queueWhileBusy: a line typed while a turn runs is queued rather than
+	// steered into the turn (Tab toggles).
+	queueWhileBusy bool
 
 	lastCtrlC time.Time
 	notice    string
@@ -309,6 +315,13 @@ func (m *tuiModel) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		m.input = append(m.input[:i], m.input[m.cursor:]...)
 		m.cursor = i
+	case "tab":
+		// While a turn runs, Enter steers the line into it or queues it.
+		m.queueWhileBusy = !m.queueWhileBusy
+		if m.queueWhileBusy {
+			return m.setNotice("while a turn runs, Enter queues the line (Tab: steer it into the turn)")
+		}
+		return m.setNotice("while a turn runs, Enter steers the line into the turn (Tab: queue it)")
 	case "esc":
 		m.notice = ""
 	default:
@@ -399,7 +412,15 @@ func (m *tuiModel) enter() tea.Cmd {
 	m.input, m.cursor = nil, 0
 	id := newInputID("tui")
 	m.texts[id] = text
-	m.outbox = append(m.outbox, outItem{inputID: id, text: text})
+	it := outItem{inputID: id, text: text}
+	if m.running != "" {
+		// Typed while a turn runs: join it (the default) or wait.
+		it.whenBusy = protocol.WhenBusySteer
+		if m.queueWhileBusy {
+			it.whenBusy = protocol.WhenBusyQueue
+		}
+	}
+	m.outbox = append(m.outbox, it)
 	return m.sendOutbox()
 }
 
@@ -424,7 +445,7 @@ func (m *tuiModel) sendOutbox() tea.Cmd {
 			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
 			var r protocol.Receipt
-			err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: m.sessionID, InputID: it.inputID, Text: it.text}, &r)
+			err := c.Call(ctx, protocol.MethodPromptSubmit, protocol.SubmitParams{SessionID: m.sessionID, InputID: it.inputID, Text: it.text, WhenBusy: it.whenBusy}, &r)
 			return submitDoneMsg{inputID: it.inputID, r: r, err: err}
 		})
 	}
@@ -667,6 +688,8 @@ func (m *tuiModel) show(c change) {
 	case turnStarted:
 		m.lastCtrlC, m.notice = time.Time{}, ""
 		m.print(m.st.cyan(userPrefix(c.Sender)) + c.Text)
+	case inputSteered:
+		m.print(m.st.cyan(userPrefix(c.Sender)) + c.Text + m.st.dim(" (steered into the running turn)"))
 	case assistantSaid:
 		m.print(m.st.green("assistant › ") + strings.TrimRight(c.Content, "\n"))
 	case toolStarted:
@@ -917,8 +940,10 @@ func (m *tuiModel) statusLine() string {
 	switch {
 	case !m.connected:
 		parts = append(parts, m.st.dim("Ctrl-C detaches · /help"))
+	case m.running != "" && m.queueWhileBusy:
+		parts = append(parts, m.st.bold("turn running")+m.st.dim(" · Enter queues (Tab: steer) · Ctrl-C interrupts, twice detaches"))
 	case m.running != "":
-		parts = append(parts, m.st.bold("turn running")+m.st.dim(" · Ctrl-C interrupts, twice detaches"))
+		parts = append(parts, m.st.bold("turn running")+m.st.dim(" · Enter steers into it (Tab: queue) · Ctrl-C interrupts, twice detaches"))
 	case held:
 		// Inputs sent now queue behind the unknown one until it is resolved.
 		parts = append(parts, m.st.red("held (unknown input: resolve it from a shell)")+m.st.dim(" · Enter queues · Ctrl-C detaches"))

@@ -309,7 +309,12 @@ ids (for approve and answer).`,
 			fmt.Fprintln(tw, "SEQ\tADMISSION\tSTATUS\tGEN\tINPUT_ID\tSENDER\tTEXT")
 			for _, r := range snap.Pending {
 				status := r.Status
-				if r.Reason != "" {
+				switch {
+				case r.SteeredInto != "":
+					status += " (steered into " + protocol.AdmissionStatus(r.SteeredInto) + ")"
+				case r.Reason != "" && r.Delivery == protocol.DeliverySteer:
+					status += " (steer, " + protocol.AdmissionStatus(r.Reason) + ")"
+				case r.Reason != "":
 					status += " (" + protocol.AdmissionStatus(r.Reason) + ")"
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.AdmissionID, status, genString(r.ExecutionGeneration), r.InputID, senderName(r.Sender), clip(oneLine(r.Text), 50))

@@ -19,6 +19,8 @@ var enums = map[reflect.Type][]any{
 	reflect.TypeFor[protocol.AdmissionStatus](): {protocol.StatusQueued, protocol.StatusStarted, protocol.StatusUnknown, protocol.StatusTerminal},
 	reflect.TypeFor[protocol.Outcome]():         {protocol.OutcomeCompleted, protocol.OutcomeInterrupted, protocol.OutcomeFailed, protocol.OutcomeCancelled},
 	reflect.TypeFor[protocol.WaitReason]():      {protocol.WaitBusy, protocol.WaitCapacity, protocol.WaitUnknown},
+	reflect.TypeFor[protocol.WhenBusy]():        {protocol.WhenBusyQueue, protocol.WhenBusySteer, protocol.WhenBusyInterrupt, protocol.WhenBusyReject},
+	reflect.TypeFor[protocol.Delivery]():        {protocol.DeliveryQueue, protocol.DeliverySteer, protocol.DeliveryInterrupt},
 	reflect.TypeFor[protocol.PromptKind]():      {protocol.KindApproval, protocol.KindClarify},
 	reflect.TypeFor[protocol.Resolution]():      {protocol.ResolutionAnswered, protocol.ResolutionTimedOut, protocol.ResolutionInterrupted, protocol.ResolutionFenced},
 	reflect.TypeFor[protocol.Choice]():          {protocol.ChoiceOnce, protocol.ChoiceSession, protocol.ChoiceAlways, protocol.ChoiceDeny},

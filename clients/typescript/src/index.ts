@@ -329,6 +329,8 @@ export interface SubmitOptions {
   /** The input's id (1-128 of [A-Za-z0-9._:-]); made by the client when omitted. */
   inputId?: string;
   attachments?: unknown[];
+  /** While a turn runs: "queue" (default), "steer" (into the running turn), "interrupt" (stop it, run this next) or "reject" (refused with session_busy). */
+  whenBusy?: Methods["prompt.submit"]["params"]["when_busy"];
   /**
    * Stops resending: submit rejects with the signal's reason (an
    * AbortError). The input may still have been admitted by an earlier
@@ -507,7 +509,13 @@ export class Session {
     for (;;) {
       signal?.throwIfAborted();
       try {
-        return await abortable(signal, this.client.call("prompt.submit", { session_id: this.sessionId, input_id, text, ...(opts.attachments ? { attachments: opts.attachments } : {}) } as Methods["prompt.submit"]["params"]));
+        return await abortable(signal, this.client.call("prompt.submit", {
+          session_id: this.sessionId,
+          input_id,
+          text,
+          ...(opts.attachments ? { attachments: opts.attachments } : {}),
+          ...(opts.whenBusy ? { when_busy: opts.whenBusy } : {}),
+        } as Methods["prompt.submit"]["params"]));
       } catch (err) {
         if (err instanceof ConnectionLostError) continue; // resend the same input_id
         if (err instanceof SessiondError && (err.reason === "draining" || err.reason === "storage_unavailable" || err.reason === "overloaded")) {
@@ -613,6 +621,29 @@ export class Session {
     return this.client.call("session.interrupt", {
       session_id: this.sessionId, ...(executionGeneration !== undefined ? { execution_generation: executionGeneration } : {}),
     } as Methods["session.interrupt"]["params"]);
+  }
+
+  /** Replaces the text (and attachments) of a queued input; refused with not_queued once it started. */
+  update(admissionId: string, text: string, attachments?: unknown[]) {
+    return this.client.call("prompt.update", {
+      session_id: this.sessionId,
+      admission_id: admissionId,
+      text,
+      ...(attachments ? { attachments } : {}),
+    } as Methods["prompt.update"]["params"]);
+  }
+
+  /** Moves a queued input before another queued one (to the front without `before`); resolves to the new order. */
+  move(admissionId: string, before?: string) {
+    return this.client.call("prompt.move", { session_id: this.sessionId, admission_id: admissionId, ...(before ? { before } : {}) });
+  }
+
+  /** Forks this session through a terminal admission (default: every terminal one); resolves to the new session's id. */
+  fork(throughAdmissionId?: string) {
+    return this.client.call("session.fork", {
+      session_id: this.sessionId,
+      ...(throughAdmissionId ? { through_admission_id: throughAdmissionId } : {}),
+    });
   }
 
   /** Older transcript messages than beforeId (default: the snapshot's oldest), newest last. */

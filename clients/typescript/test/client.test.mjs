@@ -148,3 +148,37 @@ test("a command's escapes in the transcript are visible after visible() of the a
   assert.equal(rawControl(out), "");
   assert.match(JSON.parse(out).output, /out␛\]0;by-output␇/);
 });
+
+test("when_busy, queue edits and fork through the typed methods", async (t) => {
+  const { d, client } = await setup(t);
+  const s = await client.createSession({ cwd: d.cwd });
+  const events = record(s);
+  mkdirSync(join(d.cwd, "victim2"));
+  let approval;
+  s.on("prompt.opened", (ev) => (approval = ev.payload.prompt));
+  const running = await s.submit("run: rm -rf victim2 && echo gone");
+  await eventually(() => approval, "the approval of the running turn");
+  const steer = await s.submit("and report the disk usage", { whenBusy: "steer" });
+  assert.equal(steer.delivery, "steer");
+  await assert.rejects(s.submit("not now", { whenBusy: "reject" }), (e) => e instanceof SessiondError && e.reason === "session_busy");
+  const q1 = await s.submit("first queued");
+  const q2 = await s.submit("second queued");
+  const up = await s.update(q1.admission_id, "first queued, edited");
+  assert.equal(up.text, "first queued, edited");
+  const moved = await s.move(q2.admission_id, q1.admission_id);
+  assert.deepEqual(moved.order, [steer.admission_id, q2.admission_id, q1.admission_id]);
+  await s.cancel(q2.admission_id);
+  await assert.rejects(s.update(running.admission_id, "x"), (e) => e instanceof SessiondError && e.reason === "not_queued");
+  s.approve(approval, "once");
+  const settled = (id) => events.some((e) => e.type === "admission.updated" && e.payload.admission_id === id && e.payload.status === "terminal");
+  await eventually(() => settled(q1.admission_id) && settled(steer.admission_id), "the queue to drain");
+  const st = events.filter((e) => e.type === "admission.updated" && e.payload.admission_id === steer.admission_id).at(-1).payload;
+  assert.equal(st.steered_into, running.admission_id);
+  assert.equal(st.outcome, "completed");
+  await assert.rejects(s.fork("adm_nope"), (e) => e instanceof SessiondError && e.reason === "not_found");
+  const f = await s.fork(running.admission_id);
+  const fs = await client.session(f.session_id);
+  assert.deepEqual(fs.snapshot.pending, []);
+  assert.ok(fs.snapshot.messages.some((m) => m.role === "user" && m.content === "and report the disk usage"));
+  assert.ok(!fs.snapshot.messages.some((m) => m.content === "first queued, edited"));
+});
