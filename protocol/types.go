@@ -118,6 +118,9 @@ type SessionCreateParams struct {
 	// Sandbox narrows the configured sandbox for this session; the daemon
 	// replaces it with the session's resulting sandbox before storing.
 	Sandbox *SandboxParams `json:"sandbox,omitempty"`
+	// MCPServers are the session's own MCP servers, besides config.yaml's
+	// (PROTOCOL.md 10.1); frozen with the session.
+	MCPServers []MCPServerParams `json:"mcp_servers,omitempty"`
 }
 
 // SessionRef is {session_id}.
@@ -199,15 +202,18 @@ type Snapshot struct {
 	Source    string   `json:"source,omitempty"`
 	CreatedAt string   `json:"created_at"`
 	// Sandbox is the session's sandbox, frozen at creation.
-	Sandbox             SandboxInfo `json:"sandbox"`
-	ExecutionGeneration int64       `json:"execution_generation"`
-	Running             *string     `json:"running" jsonschema:"nullable"`
-	Messages            []Message   `json:"messages"`
-	Prompts             []Prompt    `json:"prompts"`
-	Pending             []Receipt   `json:"pending"`
-	LastSeq             int64       `json:"last_seq"`
-	Events              []Event     `json:"events,omitempty"`
-	SnapshotRequired    bool        `json:"snapshot_required,omitempty"`
+	Sandbox SandboxInfo `json:"sandbox"`
+	// MCPServers are the session's MCP servers (config.yaml's and its
+	// own, frozen at creation) with their state on this daemon.
+	MCPServers          []MCPServerStatus `json:"mcp_servers"`
+	ExecutionGeneration int64             `json:"execution_generation"`
+	Running             *string           `json:"running" jsonschema:"nullable"`
+	Messages            []Message         `json:"messages"`
+	Prompts             []Prompt          `json:"prompts"`
+	Pending             []Receipt         `json:"pending"`
+	LastSeq             int64             `json:"last_seq"`
+	Events              []Event           `json:"events,omitempty"`
+	SnapshotRequired    bool              `json:"snapshot_required,omitempty"`
 	// MessagesTruncated says that Messages holds only the newest messages
 	// (at most MaxSnapshotMessages and about MaxSnapshotBytes of them);
 	// session.messages with before_id = Messages[0].id pages back.
