@@ -25,6 +25,13 @@ const (
 	EventMCPStatus EventType = "mcp.status"
 )
 
+// Durable reports whether events of type t are stored, with an integer
+// seq: every type but the deltas (message.delta, tool.output) and
+// mcp.status, which have seq null.
+func (t EventType) Durable() bool {
+	return t != EventMessageDelta && t != EventToolOutput && t != EventMCPStatus
+}
+
 // EventSpec pairs an event type with a zero value of its payload struct.
 type EventSpec struct {
 	Type    EventType

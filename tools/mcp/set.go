@@ -389,7 +389,7 @@ func (s *Set) Call(ctx context.Context, name, tool string, args json.RawMessage,
 			return nil, ctx.Err()
 		}
 		if reason := sv.deadReason(cs); reason != "" {
-			return nil, fmt.Errorf("MCP server %q failed during the call: %s", name, reason)
+			return nil, fmt.Errorf("MCP server %q failed during the call: %s (%s)", name, shortErr(err), reason)
 		}
 		return nil, fmt.Errorf("MCP server %q: %w", name, err)
 	}
