@@ -231,7 +231,7 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*protocol.Snapshot
 		}
 		snap = protocol.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
 			BaseURL: s.BaseURL, Toolsets: s.ToolsetNames(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
-			MCPServers: d.mcp.status(s.SessionID, d.mcpServers(s)),
+			MCPServers:          d.mcp.status(s.SessionID, d.mcpServers(s)),
 			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []protocol.Message{}, Prompts: []protocol.Prompt{}, Pending: []protocol.Receipt{}}
 		// Bounded whatever the session's size: the newest messages only
