@@ -115,8 +115,16 @@ func TestPostgresConcurrentOpenMigratesOnce(t *testing.T) {
 	if err := dbs[0].Select(context.Background(), &versions, "SELECT version FROM schema_version ORDER BY version"); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[1 2 3 4 5]" {
-		t.Fatalf("schema_version = %v", versions)
+	migs, err := readMigrations("migrations_pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for _, m := range migs {
+		want = append(want, m.version)
+	}
+	if fmt.Sprint(versions) != fmt.Sprint(want) {
+		t.Fatalf("schema_version = %v, want %v", versions, want)
 	}
 }
 

@@ -95,20 +95,34 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 5 {
-			t.Fatalf("schema version = %d, %v", v, err)
+		if err != nil || v != latestMigration(t) {
+			t.Fatalf("schema version = %d, %v; want %d", v, err, latestMigration(t))
 		}
 		var n int
 		db.Get(context.Background(), &n, tables)
 		if n != 6 {
 			t.Fatalf("tables = %d", n)
 		}
-		// 0002: each session's frozen sandbox.
+		// 0002: each session's frozen sandbox; 0007: its MCP servers.
 		if err := db.Get(context.Background(), &n, column); err != nil || n != 1 {
 			t.Fatalf("sessions.sandbox column: %d, %v", n, err)
 		}
+		if err := db.Get(context.Background(), &n, strings.ReplaceAll(column, "'sandbox'", "'mcp_servers'")); err != nil || n != 1 {
+			t.Fatalf("sessions.mcp_servers column: %d, %v", n, err)
+		}
 		db.Close()
 	}
+}
+
+// latestMigration is the highest migration number embedded (both
+// dialects have the same numbers).
+func latestMigration(t *testing.T) int {
+	t.Helper()
+	migs, err := readMigrations("migrations")
+	if err != nil || len(migs) == 0 {
+		t.Fatalf("embedded migrations: %v", err)
+	}
+	return migs[len(migs)-1].version
 }
 
 // Migration 0005 renames the session's fencing counter owner_epoch to
@@ -143,8 +157,8 @@ func TestMigration0005RenamesTheLeaseEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if v, err := db.SchemaVersion(ctx); err != nil || v != 5 {
-		t.Fatalf("schema version = %d, %v; want 5", v, err)
+	if v, err := db.SchemaVersion(ctx); err != nil || v != latestMigration(t) {
+		t.Fatalf("schema version = %d, %v; want %d", v, err, latestMigration(t))
 	}
 	var s struct {
 		Owner int64 `db:"owner_daemon"`
