@@ -459,15 +459,18 @@ func TestMCPFaults(t *testing.T) {
 	}
 }
 
-// A sandboxed server cannot read the daemon's home nor open a TCP socket;
+// A sandboxed server cannot read the daemon's home (inside its cwd) nor
+// open a TCP socket;
 // a config server with network: true can (the network is its entry's).
 func TestMCPSandboxedServer(t *testing.T) {
 	m := fixtures.NewFakeModel(t)
+	// The daemon's home inside the session's cwd: in the server's view
+	// unless the sandbox covers it.
 	dir := t.TempDir()
 	bin, logf := mcpFixture(t, dir)
 	cfg := fixtures.FakeModelConfig(m, "approvals: {mode: off}\n"+mcpConfig(bin, logf, "")+
 		fmt.Sprintf("    net: {command: %q, args: [\"-log\", %q], network: true}\n", bin, logf))
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: cfg})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: cfg, Home: filepath.Join(dir, "home")})
 	c := d.Dial(t)
 	s := createSession(t, c, map[string]any{"cwd": dir})
 	resume(t, c, s.SessionID)

@@ -239,7 +239,8 @@ func (a *app) showCommand() *cobra.Command {
 		Long: `Prints the whole transcript of a session as plain text: the inputs, the
 assistant's answers, each tool call with its output, the approval it needed
 and who decided it (the client name and connection number the daemon
-recorded), and how each turn ended. It needs no terminal (attach does), so it
+recorded), and how each turn ended; first, the session's MCP servers and
+their state on the daemon. It needs no terminal (attach does), so it
 works in scripts, pipes and over ssh. --json prints the same as one object
 with an items list.`,
 		Example: `  sessionctl show "$S"
