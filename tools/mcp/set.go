@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiond/sessiond/protocol"
@@ -228,8 +229,10 @@ func (s *Set) broadcast() {
 	s.mu.Unlock()
 }
 
-// Wait returns once no server is starting (each is ready, failed or
-// stopped), or when ctx ends.
+// Wait returns once no server is in its first start since Acquire (each
+// is ready, failed or stopped), or when ctx ends. A restart after a
+// failure is not waited for: a server that keeps failing (hanging in
+// initialize, say) delays no turn but the first.
 func (s *Set) Wait(ctx context.Context) {
 	for {
 		s.mu.Lock()
@@ -237,9 +240,9 @@ func (s *Set) Wait(ctx context.Context) {
 		s.mu.Unlock()
 		starting := false
 		for _, sv := range s.servers {
-			if sv.snapshot().Status == protocol.MCPStarting {
-				starting = true
-			}
+			sv.mu.Lock()
+			starting = starting || (sv.status == protocol.MCPStarting && sv.first)
+			sv.mu.Unlock()
 		}
 		if !starting {
 			return
@@ -345,7 +348,7 @@ func (s *Set) Call(ctx context.Context, name, tool string, args json.RawMessage,
 		return nil, fmt.Errorf("%w: no MCP server %q in this session", ErrUnavailable, name)
 	}
 	sv.mu.Lock()
-	cs, st, errText := sv.cs, sv.status, sv.err
+	cs, proc, st, errText := sv.cs, sv.proc, sv.status, sv.err
 	found := false
 	for _, t := range sv.tools {
 		found = found || t.Name == tool
@@ -388,8 +391,15 @@ func (s *Set) Call(ctx context.Context, name, tool string, args json.RawMessage,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if reason := sv.deadReason(cs); reason != "" {
-			return nil, fmt.Errorf("MCP server %q failed during the call: %s (%s)", name, shortErr(err), reason)
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			// The server answered with an error: it lives.
+			return nil, fmt.Errorf("MCP server %q answered with an error: %s", name, shortErr(err))
+		}
+		if proc != nil {
+			if reason := waitExitError(proc); reason != "" {
+				return nil, fmt.Errorf("MCP server %q failed during the call: %s (%s)", name, shortErr(err), reason)
+			}
 		}
 		return nil, fmt.Errorf("MCP server %q: %w", name, err)
 	}
@@ -410,6 +420,7 @@ type server struct {
 	cs      *sdk.ClientSession
 	proc    *process
 	elicit  ElicitFunc
+	first   bool               // in its first start since the run loop began
 	cancel  context.CancelFunc // ends the run loop
 	done    chan struct{}      // closed when the run loop returned
 	relists chan struct{}      // tools/list_changed, coalesced
@@ -435,6 +446,9 @@ func (sv *server) statusLocked() protocol.MCPServerStatus {
 // setStatus records a change and tells OnStatus and Wait.
 func (sv *server) setStatus(st protocol.MCPStatus, errText string, tools []Tool) {
 	sv.mu.Lock()
+	if st != protocol.MCPStarting {
+		sv.first = false
+	}
 	sv.status, sv.err = st, errText
 	if st == protocol.MCPReady {
 		sv.tools = tools
@@ -462,7 +476,7 @@ func (sv *server) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sv.cancel, sv.done, sv.relists = cancel, make(chan struct{}), make(chan struct{}, 1)
-	sv.status = protocol.MCPStarting
+	sv.status, sv.first = protocol.MCPStarting, true
 	go sv.run(ctx, sv.done)
 }
 
@@ -638,19 +652,6 @@ func waitExitError(p *process) string {
 	case <-t.C:
 	}
 	return p.exitError()
-}
-
-// deadReason says why cs's server is gone, "" while it is alive.
-func (sv *server) deadReason(cs *sdk.ClientSession) string {
-	sv.mu.Lock()
-	proc := sv.proc
-	sv.mu.Unlock()
-	if proc != nil {
-		if e := waitExitError(proc); e != "" {
-			return e
-		}
-	}
-	return ""
 }
 
 // toolName is what a tool's name must be to reach the model: the
