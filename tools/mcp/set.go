@@ -103,6 +103,8 @@ type Set struct {
 	opt     Options
 	servers []*server
 
+	lifecycle sync.Mutex // held by reconcile
+
 	mu      sync.Mutex
 	users   int
 	running bool
@@ -148,12 +150,11 @@ func (s *Set) Servers() []Server {
 }
 
 // Acquire marks the set in use (a turn runs) and starts every server not
-// running; Release undoes one Acquire. It returns at once: Wait waits for
-// the starts.
+// running (Wait waits for their first start); Release undoes one Acquire.
 func (s *Set) Acquire() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stopped {
+		s.mu.Unlock()
 		return
 	}
 	s.users++
@@ -161,12 +162,9 @@ func (s *Set) Acquire() {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	if !s.running {
-		s.running = true
-		for _, sv := range s.servers {
-			sv.start()
-		}
-	}
+	s.running = true
+	s.mu.Unlock()
+	s.reconcile()
 }
 
 // Release ends one Acquire; when none is left the servers stop after
@@ -190,7 +188,7 @@ func (s *Set) Release() {
 		s.idle = nil
 		s.running = false
 		s.mu.Unlock()
-		s.stopServers()
+		s.reconcile()
 	})
 	s.idle = t
 }
@@ -206,10 +204,25 @@ func (s *Set) Stop() {
 		s.idle = nil
 	}
 	s.mu.Unlock()
-	s.stopServers()
+	s.reconcile()
 }
 
-func (s *Set) stopServers() {
+// reconcile brings the servers to the state the set wants now (running,
+// or stopped), one reconcile at a time: whatever the order in which an
+// idle stop, an Acquire and a Stop ran, the last state asked for wins, and
+// a server is never started while its previous run is being stopped.
+func (s *Set) reconcile() {
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	s.mu.Lock()
+	want := s.running && !s.stopped
+	s.mu.Unlock()
+	if want {
+		for _, sv := range s.servers {
+			sv.start()
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	for _, sv := range s.servers {
 		wg.Add(1)
@@ -463,7 +476,7 @@ func (sv *server) setStatus(st protocol.MCPStatus, errText string, tools []Tool)
 	sv.set.broadcast()
 }
 
-// start begins the run loop (the set's lock is held).
+// start begins the run loop unless it runs (reconcile's lock is held).
 func (sv *server) start() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
@@ -471,7 +484,7 @@ func (sv *server) start() {
 		select {
 		case <-sv.done:
 		default:
-			return // still running (a stop in progress finishes first)
+			return // running
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -480,7 +493,8 @@ func (sv *server) start() {
 	go sv.run(ctx, sv.done)
 }
 
-// stop ends the run loop and waits for it (status stopped).
+// stop ends the run loop and waits for it (status stopped; reconcile's
+// lock is held).
 func (sv *server) stop() {
 	sv.mu.Lock()
 	cancel, done := sv.cancel, sv.done

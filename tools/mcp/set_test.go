@@ -322,3 +322,24 @@ func TestIdleStopAndStop(t *testing.T) {
 	}
 	_ = sl
 }
+
+// An Acquire during the idle stop (here a server that ignores the end of
+// its input, so the stop lasts its grace) starts the server again once the
+// stop is done: a start that found the previous run still stopping used to
+// do nothing, leaving the set in use with its servers stopped.
+func TestAcquireDuringIdleStop(t *testing.T) {
+	s, logf, _ := newSet(t, "linger", Options{IdleTimeout: time.Millisecond})
+	s.Acquire()
+	ready(t, s)
+	s.Release()
+	eventually(t, "the idle stop to begin", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.running
+	})
+	s.Acquire()
+	defer s.Release()
+	eventually(t, "a second start, ready", func() bool {
+		return count(events(t, logf), "start", "") == 2 && s.Status()[0].Status == protocol.MCPReady
+	})
+}
