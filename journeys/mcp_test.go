@@ -131,6 +131,26 @@ func lastResult(m *fixtures.FakeModel, text string) []string {
 	return got[len(got)-1:]
 }
 
+// processesOf lists the pids whose command line starts with bin.
+func processesOf(t *testing.T, bin string) []string {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(string(b), bin+"\x00") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 func hasTool(r fixtures.RecordedRequest, name string) bool {
 	for _, n := range r.Tools {
 		if n == name {
@@ -283,20 +303,26 @@ func TestMCPListCallAndApprovals(t *testing.T) {
 
 // A daemon killed during a call: the admission is unknown, the call is
 // never sent again (not at boot, not at the next turn), and the model is
-// told it was running once the operator resolves the turn.
+// told it was running once the operator resolves the turn. The server (one
+// that ignores the end of its input) dies with the daemon.
 func TestMCPCrashDuringCallIsUnknownAndNeverResent(t *testing.T) {
 	m := fixtures.NewFakeModel(t)
 	dir := t.TempDir()
 	bin, logf := mcpFixture(t, dir)
 	m.On("wait long", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__fx__slow", `{"seconds":600}`)}}, fixtures.Reply{Text: "never"})
 	m.On("after", fixtures.Reply{Text: "fine"})
-	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}\n"+mcpConfig(bin, logf, ""))})
+	cfg := fmt.Sprintf("approvals: {mode: off}\nmcp:\n  servers:\n    fx: {command: %q, args: [\"-log\", %q, \"-mode\", linger]}\n", bin, logf)
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, cfg)})
 	c := d.Dial(t)
 	s := createSession(t, c, map[string]any{"cwd": dir})
 	resume(t, c, s.SessionID)
 	r := submit(t, c, s.SessionID, "w1", "wait long")
 	waitMCPCount(t, logf, "call", "slow", 1)
+	if len(processesOf(t, bin)) == 0 {
+		t.Fatal("no process of the MCP server found in /proc")
+	}
 	d.SIGKILL(t)
+	fixtures.Eventually(t, wait, "the MCP server to die with the daemon", func() bool { return len(processesOf(t, bin)) == 0 })
 	d.Restart(t)
 	c = d.Dial(t)
 	snap := resume(t, c, s.SessionID)

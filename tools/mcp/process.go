@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -134,7 +135,24 @@ func startProcess(cfg Server, opt *Options) (*process, error) {
 	}
 	cmd.Stdout = pw
 	cmd.WaitDelay = time.Second // a leftover holding stderr does not hold Wait
-	if err := cmd.Start(); err != nil {
+	// The server dies with the daemon (SIGKILL included): Pdeathsig fires
+	// when the thread that forked it ends, so it is started and reaped on
+	// one locked OS thread that ends only after the server has (one thread
+	// per running stdio server). A server that ignores the end of its
+	// input is not left behind by a crash.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
 		pr.Close()
 		pw.Close()
 		p.cleanup()
@@ -143,10 +161,6 @@ func startProcess(cfg Server, opt *Options) (*process, error) {
 	pw.Close()
 	p.stdout = pr
 	p.cmd = cmd
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
 	return p, nil
 }
 
