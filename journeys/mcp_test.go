@@ -608,3 +608,33 @@ func TestMCPCreateRefusesBadServers(t *testing.T) {
 		t.Fatalf("sessions after refusals: %d %v", len(list.Sessions), err)
 	}
 }
+
+// A session's servers stop when it has been idle for mcp.idle_timeout
+// (mcp.status tells attached clients) and start again with its next turn.
+func TestMCPIdleStopAndNextTurn(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	dir := t.TempDir()
+	bin, logf := mcpFixture(t, dir)
+	m.On("one", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__fx__echo", `{"text":"1"}`)}}, fixtures.Reply{Text: "ok"})
+	m.On("two", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__fx__echo", `{"text":"2"}`)}}, fixtures.Reply{Text: "ok"})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}\n"+mcpConfig(bin, logf, "")+"  idle_timeout: 1\n")})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": dir})
+	resume(t, c, s.SessionID)
+	r := submit(t, c, s.SessionID, "i1", "one")
+	waitTurn(t, c, r.AdmissionID)
+	c.WaitEvent(t, wait, func(e fixtures.Event) bool {
+		return e.Type == "mcp.status" && strings.Contains(string(e.Payload), `"status":"stopped"`)
+	})
+	if got := mcpServers(t, c, s.SessionID); got[0].Status != "stopped" {
+		t.Fatalf("after the idle timeout: %+v", got)
+	}
+	r = submit(t, c, s.SessionID, "i2", "two")
+	waitTurn(t, c, r.AdmissionID)
+	if got := lastResult(m, "two"); len(got) != 1 || !strings.Contains(got[0], "echo: 2") {
+		t.Fatalf("second turn's result %v", got)
+	}
+	if n := mcpCount(t, logf, "start", ""); n != 2 {
+		t.Fatalf("%d starts of the server, want 2", n)
+	}
+}
