@@ -435,17 +435,24 @@ func TestMCPFaults(t *testing.T) {
 	if got := lastResult(m, "die"); len(got) != 1 || !strings.Contains(got[0], "did not complete") || !strings.Contains(got[0], "status 9") {
 		t.Fatalf("die result %v", got)
 	}
-	waitReady := func() {
-		fixtures.Eventually(t, wait, "ok restarted", func() bool {
+	// ok's starts are the fixture's start events with mode serve.
+	waitReady := func(starts int) {
+		fixtures.Eventually(t, wait, fmt.Sprintf("ok started %d times, ready", starts), func() bool {
+			n := 0
+			for _, e := range mcpEvents(t, logf) {
+				if e["event"] == "start" && e["mode"] == "serve" {
+					n++
+				}
+			}
 			for _, st := range mcpServers(t, c, s.SessionID) {
 				if st.Name == "ok" && st.Status == "ready" {
-					return true
+					return n >= starts
 				}
 			}
 			return false
 		})
 	}
-	waitReady()
+	waitReady(2)
 
 	// A malformed frame in the middle of a call.
 	m.On("garbage", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__ok__garbage", `{}`)}}, fixtures.Reply{Text: "ok"})
@@ -456,7 +463,7 @@ func TestMCPFaults(t *testing.T) {
 	if got := lastResult(m, "garbage"); len(got) != 1 || !strings.Contains(got[0], "did not complete") {
 		t.Fatalf("after a malformed frame mid-call: %v", got)
 	}
-	waitReady()
+	waitReady(3)
 
 	// 20 MB: capped like terminal output.
 	m.On("big", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__ok__big", `{"bytes":20000000}`)}}, fixtures.Reply{Text: "big"})

@@ -457,8 +457,16 @@ func (sv *server) statusLocked() protocol.MCPServerStatus {
 }
 
 // setStatus records a change and tells OnStatus and Wait.
+// Any status but ready forgets the client session: Call never uses the
+// session of a server that is not ready. A change to the status already
+// held (a failure reported when the session ended, then by the run loop)
+// is not reported again.
 func (sv *server) setStatus(st protocol.MCPStatus, errText string, tools []Tool) {
 	sv.mu.Lock()
+	if st != protocol.MCPReady && sv.status == st && sv.err == errText {
+		sv.mu.Unlock()
+		return
+	}
 	if st != protocol.MCPStarting {
 		sv.first = false
 	}
@@ -467,6 +475,7 @@ func (sv *server) setStatus(st protocol.MCPStatus, errText string, tools []Tool)
 		sv.tools = tools
 	} else {
 		sv.tools = nil
+		sv.cs, sv.proc = nil, nil
 	}
 	snap := sv.statusLocked()
 	sv.mu.Unlock()
@@ -617,13 +626,18 @@ func (sv *server) serveOnce(ctx context.Context) (readyAt time.Time, err error) 
 	sv.mu.Lock()
 	sv.cs, sv.proc = cs, proc
 	sv.mu.Unlock()
-	defer func() {
-		sv.mu.Lock()
-		sv.cs, sv.proc = nil, nil
-		sv.mu.Unlock()
-	}()
 	readyAt = time.Now()
 	sv.setStatus(protocol.MCPReady, "", tools)
+	// Leaving, the server is marked failed (stopped) at once, before its
+	// session is closed and its process stopped: ready always means a
+	// session that Call may use.
+	defer func() {
+		if ctx.Err() != nil {
+			sv.setStatus(protocol.MCPStopped, "", nil)
+		} else if err != nil {
+			sv.setStatus(protocol.MCPFailed, err.Error(), nil)
+		}
+	}()
 
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
