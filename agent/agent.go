@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Session struct {
 	// enforced on this system: every command then needs approval, as in
 	// approvals.mode strict, and runs unsandboxed once approved.
 	SandboxUnavailable string
+	// MCP is the session's MCP servers (nil: none): their tools reach the
+	// model as mcp__<server>__<tool>, whatever Toolsets says.
+	MCP MCP
 }
 
 // Turn identifies the execution being run (admission.Execution).
@@ -69,7 +73,9 @@ type ToolEvent struct {
 	OK       bool
 	ExitCode *int
 	Result   string // the tool message content given to the model
-	Ran      bool   // a process was started for this call
+	Ran      bool   // a process was started (an MCP request sent) for this call
+	// MCPServer names the server of an MCP call (in tool.running).
+	MCPServer string
 }
 
 // Journal persists the turn and emits its events. Every write is fenced:
@@ -136,6 +142,9 @@ type Config struct {
 	// UserHome is the home directory commands run with (risk.Context.Home).
 	ProtectedPaths []string
 	UserHome       string
+	// MCPCallTimeout bounds one MCP tools/call (mcp.call_timeout); zero:
+	// none.
+	MCPCallTimeout time.Duration
 }
 
 // DefaultMaxTimeout is the default of Config.MaxTimeout (terminal.max_timeout).
@@ -198,9 +207,12 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 	if err != nil {
 		return failed("%v", err)
 	}
-	var defs []model.Tool
+	var builtin []model.Tool
 	for _, sp := range specs {
-		defs = append(defs, model.Tool{Name: sp.Name, Description: sp.Description, Parameters: sp.Parameters})
+		builtin = append(builtin, model.Tool{Name: sp.Name, Description: sp.Description, Parameters: sp.Parameters})
+	}
+	if s.MCP != nil {
+		s.MCP.Wait(ctx) // the servers started with the turn: their tools, or why not
 	}
 	m := r.NewModel(s)
 	maxIter := r.Config.MaxIterations
@@ -224,6 +236,10 @@ func (r *Runner) Run(ctx context.Context, s Session, t Turn) Result {
 			transcript = append(transcript, steered...)
 		}
 		msgs, notes := buildMessages(s.Cwd, transcript)
+		// Read at every request: a server that failed since is withdrawn
+		// (and the model told), one restarted or changed is offered anew.
+		msgs = withMCPNotes(msgs, s.MCP)
+		defs := append(slices.Clone(builtin), mcpDefs(s.MCP)...)
 		if iter == 0 && r.Logger != nil {
 			for _, n := range notes {
 				r.Logger.Warn("transcript repaired for the model request", "session", s.ID, "admission", t.AdmissionID, "repair", n)
@@ -361,6 +377,10 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 			allowed = true
 		}
 	}
+	if server, tool, ok := protocol.SplitMCPToolName(c.Name); ok {
+		r.mcpCall(ctx, s, t, ev, c, server, tool)
+		return
+	}
 	switch {
 	case !allowed:
 		errorResult(ev, "unknown tool %q; available: %s", c.Name, strings.Join(s.Toolsets, ", "))
@@ -389,7 +409,17 @@ func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	if s.Sandbox != nil {
 		in.Sandbox = &s.Sandbox.Policy
 	}
-	d := Decide(in)
+	d, ok := r.gate(ctx, s, t, ev, callID, in, "command")
+	return d.Confined, ok
+}
+
+// gate is the approval gate's I/O around Decide, for a terminal command
+// or an MCP call (what names it in the results: "command" or "call"): it
+// looks up the remembered approvals Decide names, opens the prompt and
+// waits for the answer. ok: the call may run as d says; !ok: ev holds the
+// result saying why not.
+func (r *Runner) gate(ctx context.Context, s Session, t Turn, ev *ToolEvent, callID string, in DecisionInput, what string) (d Decision, ok bool) {
+	d = Decide(in)
 	if d.Action == ActionAsk && len(d.Lookup) > 0 {
 		// The remembered approvals that matter are those of d.Lookup:
 		// looked up in order, the first one found decides again.
@@ -397,7 +427,7 @@ func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 			found, err := r.Prompter.Allowed(ctx, s.ID, p)
 			if err != nil {
 				errorResult(ev, "not run: could not read the approval allowlist: %v", err)
-				return false, false
+				return d, false
 			}
 			if found {
 				in.Remembered = []string{p}
@@ -408,14 +438,14 @@ func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	}
 	switch d.Action {
 	case ActionRefuse:
-		errorResult(ev, "refused: %s. This command is never run, in any approval mode.", d.Reason)
-		return false, false
+		errorResult(ev, "refused: %s. This %s is never run, in any approval mode.", d.Reason, what)
+		return d, false
 	case ActionAsk:
 		out, err := r.Prompter.Ask(ctx, prompts.Ask{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, LeaseEpoch: t.LeaseEpoch,
 			Kind: prompts.KindApproval, Timeout: r.Config.ApprovalTimeout, Payload: d.Card.Payload(callID, s.Cwd)})
 		if err != nil || ctx.Err() != nil {
 			errorResult(ev, "not run: approval could not complete: %v", err) // fail closed
-			return false, false
+			return d, false
 		}
 		var ans struct {
 			Choice string `json:"choice"`
@@ -424,16 +454,16 @@ func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 		switch {
 		case out.Resolution == prompts.ResolutionTimedOut:
 			errorResult(ev, "not run: the approval timed out, which counts as deny")
-			return false, false
+			return d, false
 		case out.Resolution != prompts.ResolutionAnswered:
 			errorResult(ev, "not run: the approval was %s", out.Resolution)
-			return false, false
+			return d, false
 		case ans.Choice == prompts.ChoiceDeny || !prompts.ValidChoice(ans.Choice):
-			errorResult(ev, "not run: the user denied this command")
-			return false, false
+			errorResult(ev, "not run: the user denied this %s", what)
+			return d, false
 		}
 	}
-	return d.Confined, true
+	return d, true
 }
 
 // isUnanalysable reports whether any rule of a (possibly combined,

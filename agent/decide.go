@@ -38,6 +38,25 @@ type DecisionInput struct {
 	// not in Decision.Lookup change nothing, so a caller may pass only the
 	// ones of Lookup it found.
 	Remembered []string
+	// MCP, when not nil, makes this the decision of an MCP tool call
+	// (PROTOCOL.md 10.1) instead of a terminal command: Command, Risk,
+	// Escalated and Justification are not read.
+	MCP *MCPCall
+}
+
+// MCPCall is what the gate of an MCP tool call depends on.
+type MCPCall struct {
+	Server, Tool string
+	// Arguments are the model's arguments (a JSON object), for the card.
+	Arguments []byte
+	// AutoApproved: the tool is in its config.yaml server's auto_approve
+	// (a session-given server never is).
+	AutoApproved bool
+	// Stdio: the server is a process of the session's sandbox (false: a
+	// streamable HTTP server, reached by the daemon).
+	Stdio bool
+	// Network: the server's config entry gives it the network.
+	Network bool
 }
 
 // Action is what happens to the command now.
@@ -95,6 +114,11 @@ type ApprovalCard struct {
 	// its Justification; both "" otherwise.
 	SandboxPermissions string
 	Justification      string
+	// Kind, Server, Tool and Arguments describe an MCP tool call's card
+	// (Kind protocol.ApprovalKindMCP); empty for a terminal command.
+	Kind         string
+	Server, Tool string
+	Arguments    []byte
 }
 
 // Payload is the approval prompt's payload for the tool call toolCallID
@@ -102,7 +126,8 @@ type ApprovalCard struct {
 func (c ApprovalCard) Payload(toolCallID, cwd string) protocol.ApprovalPayload {
 	return protocol.ApprovalPayload{ToolCallID: toolCallID, Command: c.Command, Cwd: cwd, Risk: c.Risk,
 		Reason: c.Reason, Pattern: c.Pattern, Choices: c.Choices, Sandbox: c.Sandbox,
-		SandboxPermissions: c.SandboxPermissions, Justification: c.Justification}
+		SandboxPermissions: c.SandboxPermissions, Justification: c.Justification,
+		Kind: c.Kind, Server: c.Server, Tool: c.Tool, Arguments: c.Arguments}
 }
 
 // Reasons of approval cards that the classifier does not give.
@@ -140,6 +165,9 @@ func RememberedPattern(command string, cls risk.Classification) string {
 // none, looks up Decision.Lookup and, if one is remembered, decides again
 // with it.
 func Decide(in DecisionInput) Decision {
+	if in.MCP != nil {
+		return decideMCP(in)
+	}
 	cls := in.Risk
 	if cls.Risk == risk.RiskHardline {
 		return Decision{Action: ActionRefuse, Reason: cls.Reason}
@@ -197,6 +225,60 @@ func Decide(in DecisionInput) Decision {
 			d.Action, d.Card, d.AllowedBy = run, nil, p
 			break
 		}
+	}
+	return d
+}
+
+// Reasons of MCP approval cards.
+const (
+	mcpManualReason = "an MCP tool call has effects sessiond cannot classify: in approvals.mode manual every call needs approval unless config.yaml's auto_approve lists its tool"
+	mcpStrictReason = "approvals.mode is strict: every MCP tool call needs approval unless config.yaml's auto_approve lists its tool"
+)
+
+// decideMCP is the gate of an MCP tool call (PROTOCOL.md 10.1): never
+// refused; in manual and strict mode it asks unless the tool is
+// auto-approved or "mcp:<server>/<tool>" is remembered; in off mode it
+// runs unasked, except that where a configured sandbox cannot be enforced
+// every call asks (as every terminal command does). A call is confined
+// when its server is a stdio process of an enforced sandbox.
+func decideMCP(in DecisionInput) Decision {
+	c := in.MCP
+	sandboxed := in.Sandbox != nil && in.Sandbox.Mode != sandbox.ModeOff
+	available := in.SandboxUnavailable == ""
+	confined := sandboxed && available && c.Stdio
+	var ask bool
+	reason := mcpManualReason
+	switch in.ApprovalMode {
+	case "off":
+	case "strict":
+		ask, reason = !c.AutoApproved, mcpStrictReason
+	default:
+		ask = !c.AutoApproved
+	}
+	if sandboxed && !available {
+		ask = true
+		reason = "the sandbox is not available (" + in.SandboxUnavailable + "): every call needs approval"
+	}
+	run := ActionRunUnsandboxed
+	if confined {
+		run = ActionRunSandboxed
+	}
+	if !ask {
+		return Decision{Action: run, Confined: confined}
+	}
+	pattern := protocol.MCPPattern(c.Server, c.Tool)
+	var pol *sandbox.Policy
+	if in.Sandbox != nil {
+		p := *in.Sandbox
+		p.Network = c.Network || !c.Stdio // an HTTP server is reached over the network by the daemon
+		pol = &p
+	}
+	card := &ApprovalCard{Command: protocol.MCPToolName(c.Server, c.Tool), Risk: protocol.Risk(risk.RiskDangerous), Reason: reason,
+		Pattern: pattern, Choices: ApprovalChoices, Sandbox: approvalSandbox(pol, in.SandboxUnavailable, confined),
+		Kind: protocol.ApprovalKindMCP, Server: c.Server, Tool: c.Tool, Arguments: c.Arguments}
+	d := Decision{Action: ActionAsk, Confined: confined, Card: card, Lookup: []string{pattern}}
+	if remembered(in.Remembered, pattern) {
+		d.Action, d.Card, d.AllowedBy = run, nil, pattern
 	}
 	return d
 }

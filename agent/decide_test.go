@@ -488,3 +488,158 @@ func TestApprovalCardPayload(t *testing.T) {
 		t.Fatalf("payload\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// The MCP gate's invariants (PROTOCOL.md 10.1), for every approvals mode,
+// sandbox state, transport, auto_approve and set of remembered approvals:
+//
+//   - an MCP call is never refused;
+//   - it runs confined exactly when its server is a stdio process of an
+//     enforced sandbox;
+//   - where asking is due (manual or strict and the tool not auto-approved;
+//     a configured sandbox that cannot be enforced, in every mode) it runs
+//     unasked only when "mcp:<server>/<tool>" is remembered — no terminal
+//     pattern, no other tool's or server's, no sandboxed: spelling;
+//   - elsewhere nothing asks;
+//   - the card is the MCP card: kind mcp, the server, the tool, the
+//     arguments, command mcp__<server>__<tool>, pattern mcp:<server>/<tool>,
+//     every choice;
+//   - no terminal command's lookup holds an "mcp:" pattern, so an MCP
+//     approval never lets a command run (checked over the risk corpus).
+func mcpViolations(in DecisionInput, d Decision) []string {
+	var bad []string
+	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	c := in.MCP
+	configured := in.Sandbox != nil && in.Sandbox.Mode != sandbox.ModeOff
+	enforced := configured && in.SandboxUnavailable == ""
+	confined := enforced && c.Stdio
+	pattern := "mcp:" + c.Server + "/" + c.Tool
+	gated := (in.ApprovalMode != "off" && !c.AutoApproved) || (configured && !enforced)
+	runs := d.Action == ActionRunSandboxed || d.Action == ActionRunUnsandboxed
+	if d.Action == ActionRefuse {
+		fail("an MCP call is refused")
+	}
+	if d.Confined != confined || (d.Action == ActionRunSandboxed) != (runs && confined) {
+		fail("confined %v (%s), want %v", d.Confined, d.Action, confined)
+	}
+	covered := slices.Contains(in.Remembered, pattern)
+	switch {
+	case gated:
+		if runs != covered {
+			fail("asking is due: runs %v (allowed by %q), remembered %q", runs, d.AllowedBy, in.Remembered)
+		}
+		if runs && d.AllowedBy != pattern {
+			fail("allowed by %q, want %q", d.AllowedBy, pattern)
+		}
+		if !slices.Equal(d.Lookup, []string{pattern}) && d.Action == ActionAsk {
+			fail("lookup %q, want [%q]", d.Lookup, pattern)
+		}
+	default:
+		if !runs || d.Card != nil {
+			fail("asks (%s) where nothing is due", d.Action)
+		}
+	}
+	if card := d.Card; card != nil {
+		if card.Kind != protocol.ApprovalKindMCP || card.Server != c.Server || card.Tool != c.Tool || string(card.Arguments) != string(c.Arguments) ||
+			card.Command != "mcp__"+c.Server+"__"+c.Tool || card.Pattern != pattern || !slices.Equal(card.Choices, protocol.Choices) || card.Reason == "" ||
+			card.Sandbox.Unsandboxed == confined {
+			fail("card %+v", card)
+		}
+	}
+	return bad
+}
+
+func TestDecideMCPInvariants(t *testing.T) {
+	calls := []MCPCall{
+		{Server: "fs", Tool: "write_file", Arguments: []byte(`{"path":"a"}`), Stdio: true},
+		{Server: "fs", Tool: "read_file", Arguments: []byte(`{}`), Stdio: true, AutoApproved: true},
+		{Server: "web", Tool: "fetch", Arguments: []byte(`{"url":"x"}`), Stdio: true, Network: true},
+		{Server: "remote", Tool: "search", Arguments: []byte(`{"q":"x"}`)},
+		{Server: "remote", Tool: "search", Arguments: []byte(`{"q":"x"}`), AutoApproved: true},
+	}
+	var n int
+	count := map[Action]int{}
+	for _, call := range calls {
+		pattern := "mcp:" + call.Server + "/" + call.Tool
+		rems := [][]string{nil, {pattern}, {"sandboxed:" + pattern, "mcp:" + call.Server + "/other", "mcp:other/" + call.Tool, "command:" + pattern,
+			"mcp__" + call.Server + "__" + call.Tool, "rm-recursive"}, {"", pattern, "x"}}
+		for _, mode := range decideModes {
+			for _, sb := range decideSandboxStates() {
+				for _, rem := range rems {
+					c := call
+					in := DecisionInput{ApprovalMode: mode, Sandbox: sb.policy, SandboxUnavailable: sb.unavailable, Remembered: rem, MCP: &c,
+						// What a terminal input would carry is ignored.
+						Command: "rm -rf /", Risk: clsHard, Escalated: true}
+					d := Decide(in)
+					n++
+					count[d.Action]++
+					for _, v := range mcpViolations(in, d) {
+						t.Errorf("%+v, approvals %q, sandbox %s, remembered %q: %s", call, mode, sb.name, rem, v)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d MCP decisions: %v", n, count)
+	for _, a := range []Action{ActionRunSandboxed, ActionRunUnsandboxed, ActionAsk} {
+		if count[a] == 0 {
+			t.Errorf("no MCP decision was %s: the sweep does not cover it", a)
+		}
+	}
+	// No terminal command's remembered patterns are MCP ones.
+	for _, cc := range readRiskCorpus(t) {
+		cls := risk.Classify(cc.cmd)
+		for _, sb := range decideSandboxStates() {
+			d := Decide(DecisionInput{ApprovalMode: "strict", Command: cc.cmd, Risk: cls, Sandbox: sb.policy, SandboxUnavailable: sb.unavailable})
+			for _, p := range d.Lookup {
+				if strings.HasPrefix(p, "mcp:") {
+					t.Fatalf("%s %q: lookup %q holds an MCP pattern", cc.where, cc.cmd, d.Lookup)
+				}
+			}
+		}
+	}
+}
+
+// MCP rows by hand.
+func TestDecideMCPRows(t *testing.T) {
+	fs := func(mode string, auto bool, sb *sandbox.Policy, unavailable string, rem ...string) DecisionInput {
+		return DecisionInput{ApprovalMode: mode, Sandbox: sb, SandboxUnavailable: unavailable, Remembered: rem,
+			MCP: &MCPCall{Server: "fs", Tool: "write", Arguments: []byte(`{"p":1}`), Stdio: true, AutoApproved: auto}}
+	}
+	rows := []struct {
+		name   string
+		in     DecisionInput
+		want   Action
+		reason string
+	}{
+		{"manual asks", fs("manual", false, ww, ""), ActionAsk, mcpManualReason},
+		{"manual, auto_approve runs confined", fs("manual", true, ww, ""), ActionRunSandboxed, ""},
+		{"strict asks", fs("strict", false, ww, ""), ActionAsk, mcpStrictReason},
+		{"strict, auto_approve runs", fs("strict", true, ww, ""), ActionRunSandboxed, ""},
+		{"off runs", fs("off", false, ww, ""), ActionRunSandboxed, ""},
+		{"off, no sandbox, runs unsandboxed", fs("off", false, nil, ""), ActionRunUnsandboxed, ""},
+		{"remembered for the session", fs("manual", false, ww, "", "mcp:fs/write"), ActionRunSandboxed, ""},
+		{"a terminal pattern of the same text allows nothing", fs("manual", false, ww, "", "command:mcp:fs/write", "sandboxed:mcp:fs/write"), ActionAsk, mcpManualReason},
+		{"sandbox unavailable: auto_approve and off still ask", fs("off", true, ww, unavailable), ActionAsk, "the sandbox is not available (" + unavailable + "): every call needs approval"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			d := Decide(row.in)
+			for _, v := range mcpViolations(row.in, d) {
+				t.Errorf("invariant: %s", v)
+			}
+			if d.Action != row.want {
+				t.Fatalf("action %s, want %s", d.Action, row.want)
+			}
+			if d.Action == ActionAsk && d.Card.Reason != row.reason {
+				t.Errorf("reason %q, want %q", d.Card.Reason, row.reason)
+			}
+		})
+	}
+	// The card's payload carries the MCP fields.
+	d := Decide(fs("manual", false, ww, ""))
+	got := d.Card.Payload("call_1", "/w")
+	if got.Kind != "mcp" || got.Server != "fs" || got.Tool != "write" || string(got.Arguments) != `{"p":1}` || got.Pattern != "mcp:fs/write" ||
+		got.Command != "mcp__fs__write" || got.Sandbox.Network || got.Sandbox.Unsandboxed {
+		t.Fatalf("payload %+v", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sessiond/sessiond/protocol"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
@@ -35,6 +36,9 @@ type Config struct {
 	Store         StoreConfig     `yaml:"store"`
 	Sandbox       SandboxConfig   `yaml:"sandbox"`
 	Cluster       ClusterConfig   `yaml:"cluster"`
+	// MCP declares the MCP servers every new session gets and how they
+	// run (PROTOCOL.md 10.1, docs/protocol.md "MCP servers").
+	MCP MCPConfig `yaml:"mcp"`
 	// AllowedOrigins lists Origin header values that may open /rpc
 	// (browser-based clients). Requests with any other Origin get 403.
 	AllowedOrigins []string `yaml:"allowed_origins"`
@@ -127,6 +131,63 @@ func (c SandboxConfig) Policy() sandbox.Policy {
 	return p
 }
 
+// MCPConfig is config.yaml's mcp: the daemon-wide servers (frozen into
+// each session at creation) and the servers' lifetimes; durations in
+// seconds.
+type MCPConfig struct {
+	// Servers by name ([A-Za-z0-9_-]{1,32}, without "__").
+	Servers map[string]MCPServerConfig `yaml:"servers"`
+	// IdleTimeout: a session's servers stop after it ran no turn for this
+	// long; default 600.
+	IdleTimeout int `yaml:"idle_timeout"`
+	// StartTimeout bounds a server's start (process, initialize, tool
+	// list); default 30.
+	StartTimeout int `yaml:"start_timeout"`
+	// CallTimeout bounds one tools/call; default 600.
+	CallTimeout int `yaml:"call_timeout"`
+	// MaxBackoff caps the wait before a failed server is restarted (1 s,
+	// doubling); default 60.
+	MaxBackoff int `yaml:"max_backoff"`
+	// MaxMessageBytes bounds one message from a stdio server (a larger one
+	// fails the server); default 33554432 (32 MiB).
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+}
+
+// MCPServerConfig is one server of config.yaml: stdio (command, args, env,
+// cwd) or streamable HTTP (url, headers). Network gives a stdio server TCP
+// and UDP in its sandbox (default false); AutoApprove lists its tools that
+// run without approval in manual and strict mode.
+type MCPServerConfig struct {
+	Command     string            `yaml:"command"`
+	Args        []string          `yaml:"args"`
+	Env         map[string]string `yaml:"env"`
+	Cwd         string            `yaml:"cwd"`
+	URL         string            `yaml:"url"`
+	Headers     map[string]string `yaml:"headers"`
+	Network     bool              `yaml:"network"`
+	AutoApprove []string          `yaml:"auto_approve"`
+}
+
+// Params is the server's wire form (name given by the map's key).
+func (m MCPServerConfig) Params(name string) protocol.MCPServerParams {
+	p := protocol.MCPServerParams{Name: name, Command: m.Command, Args: m.Args, Env: m.Env, Cwd: m.Cwd, URL: m.URL,
+		Headers: m.Headers, AutoApprove: m.AutoApprove}
+	if m.Network {
+		n := true
+		p.Network = &n
+	}
+	return p
+}
+
+// ServerParams returns the configured servers by name in wire form.
+func (c MCPConfig) ServerParams() map[string]protocol.MCPServerParams {
+	out := make(map[string]protocol.MCPServerParams, len(c.Servers))
+	for n, s := range c.Servers {
+		out[n] = s.Params(n)
+	}
+	return out
+}
+
 // StorageConfig tunes state.db.
 type StorageConfig struct {
 	// BusyTimeout is SQLite's busy timeout in milliseconds: how long a
@@ -200,6 +261,7 @@ func DefaultConfig() Config {
 		Storage: StorageConfig{BusyTimeout: 5000, CheckpointInterval: 30},
 		Sandbox: SandboxConfig{Mode: string(sandbox.ModeWorkspaceWrite), WritableRoots: []string{}},
 		Cluster: ClusterConfig{LeaseTTL: 10},
+		MCP:     MCPConfig{IdleTimeout: 600, StartTimeout: 30, CallTimeout: 600, MaxBackoff: 60, MaxMessageBytes: 32 << 20},
 	}
 }
 
@@ -246,6 +308,22 @@ func LoadConfig(path string) (Config, []string, error) {
 // that errors name the key and unknown keys become warnings.
 func decodeNode(n *yaml.Node, v reflect.Value, prefix string, warnings *[]string) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind() == reflect.Map && v.Type().Elem().Kind() == reflect.Struct && v.Type().Key().Kind() == reflect.String && n.Kind == yaml.MappingNode {
+		// A mapping of names to entries (mcp.servers): each entry decoded
+		// like a section, so its unknown keys are warned about too.
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			e := reflect.New(v.Type().Elem()).Elem()
+			if err := decodeNode(n.Content[i+1], e, prefix+key+".", warnings); err != nil {
+				return err
+			}
+			v.SetMapIndex(reflect.ValueOf(key), e)
+		}
 		return nil
 	}
 	if v.Kind() != reflect.Struct {
@@ -325,7 +403,9 @@ func (c *Config) Validate() error {
 		"model.idle_timeout": int64(c.Model.IdleTimeout), "limits.max_connections": int64(c.Limits.MaxConnections),
 		"limits.max_input_bytes": int64(c.Limits.MaxInputBytes), "limits.max_queued_per_session": int64(c.Limits.MaxQueuedPerSession),
 		"storage.busy_timeout": int64(c.Storage.BusyTimeout), "storage.checkpoint_interval": int64(c.Storage.CheckpointInterval),
-		"cluster.lease_ttl": int64(c.Cluster.LeaseTTL),
+		"cluster.lease_ttl": int64(c.Cluster.LeaseTTL), "mcp.idle_timeout": int64(c.MCP.IdleTimeout),
+		"mcp.start_timeout": int64(c.MCP.StartTimeout), "mcp.call_timeout": int64(c.MCP.CallTimeout),
+		"mcp.max_backoff": int64(c.MCP.MaxBackoff), "mcp.max_message_bytes": int64(c.MCP.MaxMessageBytes),
 	}
 	for k, v := range positive {
 		if v <= 0 {
@@ -341,9 +421,19 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("terminal.max_timeout: %d is below terminal.timeout (%d)", mt, c.Terminal.Timeout)
 	}
 	for k, v := range map[string]int64{"storage.checkpoint_interval": int64(c.Storage.CheckpointInterval),
-		"storage.busy_timeout": int64(c.Storage.BusyTimeout) / 1000, "terminal.max_timeout": int64(c.Terminal.MaxTimeout)} {
+		"storage.busy_timeout": int64(c.Storage.BusyTimeout) / 1000, "terminal.max_timeout": int64(c.Terminal.MaxTimeout),
+		"mcp.idle_timeout": int64(c.MCP.IdleTimeout), "mcp.start_timeout": int64(c.MCP.StartTimeout),
+		"mcp.call_timeout": int64(c.MCP.CallTimeout), "mcp.max_backoff": int64(c.MCP.MaxBackoff)} {
 		if v > 86400 {
 			return fmt.Errorf("%s: at most a day, got %d", k, v)
+		}
+	}
+	if len(c.MCP.Servers) > protocol.MaxMCPServers {
+		return fmt.Errorf("mcp.servers: %d servers; at most %d", len(c.MCP.Servers), protocol.MaxMCPServers)
+	}
+	for name, sv := range c.MCP.Servers {
+		if err := protocol.ValidateMCPServer("mcp.servers."+name, sv.Params(name), true); err != nil {
+			return errors.New(strings.TrimPrefix(err.Error(), "invalid params: "))
 		}
 	}
 	if c.Cluster.LeaseTTL > 3600 {

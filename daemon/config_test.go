@@ -105,3 +105,47 @@ func TestOverrideListen(t *testing.T) {
 		t.Fatalf("a LAN --listen: %v, listen now %q", err, cfg.Listen)
 	}
 }
+
+// mcp.servers: each entry is checked and errors name its key; unknown keys
+// inside an entry are warned about; network and auto_approve are kept.
+func TestConfigMCPServers(t *testing.T) {
+	cfg, warnings, err := LoadConfig(writeTemp(t, `mcp:
+  idle_timeout: 30
+  servers:
+    fs: {command: npx, args: [-y, "@modelcontextprotocol/server-filesystem", /srv], env: {A: b}, network: true, auto_approve: [read_file], colour: red}
+    web: {url: "https://mcp.example/mcp", headers: {Authorization: "Bearer x"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := cfg.MCP.Servers["fs"]
+	if fs.Command != "npx" || len(fs.Args) != 3 || fs.Env["A"] != "b" || !fs.Network || fs.AutoApprove[0] != "read_file" ||
+		cfg.MCP.Servers["web"].URL != "https://mcp.example/mcp" || cfg.MCP.IdleTimeout != 30 || cfg.MCP.StartTimeout != 30 {
+		t.Fatalf("mcp config %+v", cfg.MCP)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `"mcp.servers.fs.colour"`) {
+		t.Errorf("warnings %q", warnings)
+	}
+	for yaml, want := range map[string]string{
+		"mcp: {servers: {a b: {command: x}}}":                     `mcp.servers.a b.name`,
+		"mcp: {servers: {x__y: {command: x}}}":                    `mcp.servers.x__y.name`,
+		"mcp: {servers: {x: {}}}":                                 `mcp.servers.x: server "x" needs a command`,
+		"mcp: {servers: {x: {command: a, url: http://h/}}}":       `has both a command and a url`,
+		"mcp: {servers: {x: {url: ftp://h/}}}":                    `mcp.servers.x.url`,
+		"mcp: {servers: {x: {command: a, auto_approve: ['']}}}":   `mcp.servers.x.auto_approve[0]`,
+		"mcp: {servers: {x: {command: a, headers: {A: b}}}}":      `mcp.servers.x.headers`,
+		"mcp: {idle_timeout: 0}":                                  `mcp.idle_timeout: must be positive`,
+		"mcp: {call_timeout: 90000}":                              `mcp.call_timeout: at most a day`,
+		"mcp: {servers: {x: {command: a, env: {'1A': b}}}}":       `mcp.servers.x.env`,
+		"mcp: {servers: {x: {command: a, cwd: relative/dir}}}":    `mcp.servers.x.cwd`,
+		"mcp: {servers: {x: {command: a, network: maybe}}}":       `mcp.servers.x.network`,
+		"mcp: {servers: {x: {url: 'http://h/', args: [a]}}}":      `args, env and cwd are for stdio servers`,
+		"mcp: {servers: [x]}":                                     `mcp.servers`,
+		"mcp: {max_message_bytes: -1}":                            `mcp.max_message_bytes: must be positive`,
+		"mcp: {servers: {x: {command: a, auto_approve: tool_a}}}": `mcp.servers.x.auto_approve`,
+	} {
+		if _, _, err := LoadConfig(writeTemp(t, yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want it to name %q", yaml, err, want)
+		}
+	}
+}

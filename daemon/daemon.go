@@ -61,6 +61,7 @@ type Daemon struct {
 	prompts *prompts.Manager
 	hub     *hub
 	mux     *rpc.Mux
+	mcp     *mcpRegistry // the sessions' MCP servers (mcp.go)
 
 	// The cluster (cluster.go): the store's dialect, the bus between the
 	// daemons sharing it, this daemon's lease, and the wake-ups it serves.
@@ -202,6 +203,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		}
 	}
 	d.hub = newHub(log)
+	d.mcp = newMCPRegistry(d)
 	d.db.SetEventSink(d.observeEvent)
 	if d.epoch, err = cluster.Register(ctx, d.db, os.Getpid(), Version, store.FormatTime(d.start)); err != nil {
 		return nil, fmt.Errorf("record boot epoch: %w", err)
@@ -304,6 +306,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if err := d.sched.Stop(ctx); err != nil {
 			d.stopErr = fmt.Errorf("settle running turns: %w", err)
 		}
+		d.mcp.stopAll() // no turn runs any more: every MCP server stops
 		// Hand over at once: another daemon resumes the queues.
 		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		d.stopCluster(hctx)

@@ -123,6 +123,7 @@ func (d *Daemon) sessionDelete(ctx context.Context, c *rpc.Conn, p protocol.Sess
 		return protocol.SessionDeleteResult{}, err
 	}
 	// Nothing more will be published for it: subscribers stop waiting.
+	d.mcp.drop(p.SessionID)
 	d.hub.dropSession(p.SessionID)
 	d.audit().Info("session deleted", append(connAttrs(c), "session_id", p.SessionID)...)
 	return protocol.SessionDeleteResult{Deleted: true}, nil

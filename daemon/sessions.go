@@ -23,6 +23,7 @@ import (
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/tools"
+	"github.com/sessiond/sessiond/tools/mcp"
 )
 
 // sessionRow is one sessions row.
@@ -113,7 +114,33 @@ func (d *Daemon) normalizeCreate(p *protocol.SessionCreateParams) error {
 		return protocol.InvalidParams(field, "%s", msg)
 	}
 	p.Sandbox = &protocol.SandboxParams{Mode: string(pol.Mode), Network: &pol.Network, WritableRoots: pol.WritableRoots}
+	// A remote server given by a client reaches the network through the
+	// daemon: only where the session's sandbox has the network anyway.
+	for i, m := range p.MCPServers {
+		if m.URL != "" && pol.Mode != sandbox.ModeOff && !pol.Network {
+			return protocol.InvalidParams(fmt.Sprintf("mcp_servers[%d].url", i), "the session's sandbox has the network off, so a "+
+				"remote MCP server given with session.create would widen it; declare the server in config.yaml's mcp.servers, "+
+				"or give a stdio server")
+		}
+	}
+	if _, err := mcp.Merge(d.cfg.MCP.ServerParams(), p.MCPServers); err != nil {
+		return err
+	}
 	return nil
+}
+
+// mcpServers returns the session's frozen MCP servers; sessions created
+// before 0007 take the configured ones.
+func (d *Daemon) mcpServers(s sessionRow) []mcp.Server {
+	if s.MCPServers.Valid {
+		if list, err := mcp.Decode(s.MCPServers.String); err == nil {
+			return list
+		}
+		d.log.Error("a session's stored MCP servers cannot be read; it gets none", "session_id", s.SessionID)
+		return nil
+	}
+	list, _ := mcp.Merge(d.cfg.MCP.ServerParams(), nil)
+	return list
 }
 
 // policy returns the session's frozen sandbox; sessions created before
@@ -205,9 +232,14 @@ func (d *Daemon) createSession(tx *store.Tx, p protocol.SessionCreateParams) (st
 		b, _ := json.Marshal(pol)
 		sb = sql.NullString{String: string(b), Valid: true}
 	}
-	err := store.InsertSession(tx, store.NewSession{SessionID: id, Title: p.Title, Cwd: p.Cwd, Model: p.Model, Provider: p.Provider,
+	servers, err := mcp.Merge(d.cfg.MCP.ServerParams(), p.MCPServers)
+	if err != nil {
+		return "", err
+	}
+	err = store.InsertSession(tx, store.NewSession{SessionID: id, Title: p.Title, Cwd: p.Cwd, Model: p.Model, Provider: p.Provider,
 		BaseURL: p.BaseURL, Toolsets: string(ts), Source: p.Source, CreateRequestID: reqID, CreateDigest: dig, CreatedAt: store.Now(),
-		Sandbox: sb, PinLabel: sql.NullString{String: d.cfg.Cluster.Label, Valid: d.cfg.Cluster.Label != ""}})
+		Sandbox: sb, PinLabel: sql.NullString{String: d.cfg.Cluster.Label, Valid: d.cfg.Cluster.Label != ""},
+		MCPServers: sql.NullString{String: mcp.Encode(servers), Valid: true}})
 	return id, err
 }
 
@@ -221,7 +253,8 @@ func (d *Daemon) snapshot(sessionID string, afterSeq *int64) (*protocol.Snapshot
 		}
 		snap = protocol.Snapshot{SessionID: s.SessionID, Title: s.Title, Cwd: s.Cwd, Model: s.Model, Provider: s.Provider,
 			BaseURL: s.BaseURL, Toolsets: s.ToolsetNames(), Source: s.Source, CreatedAt: s.CreatedAt, Sandbox: d.sandboxInfo(d.policy(s)),
-			ApprovalMode: d.approvalMode(s), ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
+			ApprovalMode: d.approvalMode(s), MCPServers: d.mcp.status(s.SessionID, d.mcpServers(s)),
+			ExecutionGeneration: s.ExecutionGeneration, LastSeq: s.LastEventSeq,
 			Messages: []protocol.Message{}, Prompts: []protocol.Prompt{}, Pending: []protocol.Receipt{}}
 		// Bounded whatever the session's size: the newest messages only
 		// (session.messages pages back), long fields cut.

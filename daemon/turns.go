@@ -45,6 +45,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			EnvPassthrough:  d.cfg.Terminal.EnvPassthrough,
 			ProtectedPaths:  []string{d.home},
 			UserHome:        os.Getenv("HOME"), // what terminal commands inherit
+			MCPCallTimeout:  time.Duration(d.cfg.MCP.CallTimeout) * time.Second,
 		},
 		Journal:  &journal{d: d},
 		Prompter: prompter{d},
@@ -84,6 +85,12 @@ func (e *executor) Run(ctx context.Context, t admission.Turn) admission.Result {
 		if e.d.sandboxErr != nil {
 			as.SandboxUnavailable = e.d.sandboxErr.Error()
 		}
+	}
+	// The session's MCP servers start with its first turn here and stop
+	// after mcp.idle_timeout without one.
+	if set := e.d.mcp.acquire(s, as.Sandbox); set != nil {
+		defer set.Release()
+		as.MCP = set
 	}
 	res := e.runner.Run(ctx, as, turn)
 	out := admission.Result{Outcome: admission.OutcomeFailed, Error: res.Error}
@@ -194,7 +201,7 @@ func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEv
 			return err
 		}
 		_, err := tx.AppendEvent(t.SessionID, protocol.EventToolRunning, t.AdmissionID, t.Generation,
-			protocol.ToolRunningPayload{ToolCallID: ev.CallID, PID: proc.PID, BootID: proc.BootID, StartTicks: proc.StartTicks,
+			protocol.ToolRunningPayload{MCPServer: ev.MCPServer, ToolCallID: ev.CallID, PID: proc.PID, BootID: proc.BootID, StartTicks: proc.StartTicks,
 				Session: proc.Session, Marker: proc.Marker})
 		return err
 	})

@@ -165,6 +165,7 @@ func TestDecodeEventRoundTrips(t *testing.T) {
 		protocol.PromptOpenedPayload{Prompt: protocol.Prompt{PromptID: "p", Kind: protocol.KindApproval, Payload: json.RawMessage(`{"command":"rm -r x"}`)}},
 		protocol.PromptClosedPayload{PromptID: "p", Resolution: protocol.ResolutionAnswered, Response: json.RawMessage(`{"choice":"once"}`), AnsweredBy: &protocol.AnsweredBy{Conn: "1", Client: "tui", ID: "owner"}},
 		protocol.TurnCompletedPayload{Outcome: protocol.OutcomeFailed, Error: "model down"},
+		protocol.MCPServerStatus{Name: "fs", Status: protocol.MCPFailed, Error: "exited", Tools: []string{}, Transport: "stdio", Source: "config"},
 	}
 	seen := map[protocol.EventType]bool{}
 	for _, want := range samples {
@@ -196,7 +197,7 @@ func TestDecodeEventRoundTrips(t *testing.T) {
 // end the stream.
 func TestDecodeEventUnknownType(t *testing.T) {
 	raw := json.RawMessage(`{"name":"fs","status":"ready","tools":[]}`)
-	got, err := protocol.DecodeEvent("mcp.status", raw)
+	got, err := protocol.DecodeEvent("mcp.future", raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestDecodeEventUnknownType(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %T, want UnknownPayload", got)
 	}
-	if u.Type != "mcp.status" || string(u.Payload) != string(raw) || u.EventType() != "mcp.status" {
+	if u.Type != "mcp.future" || string(u.Payload) != string(raw) || u.EventType() != "mcp.future" {
 		t.Errorf("got %#v", u)
 	}
 }

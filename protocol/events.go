@@ -19,7 +19,18 @@ const (
 	EventPromptOpened     EventType = "prompt.opened"
 	EventPromptClosed     EventType = "prompt.closed"
 	EventTurnCompleted    EventType = "turn.completed"
+	// EventMCPStatus is mcp.status: an MCP server of the session changed
+	// state (payload MCPServerStatus); like the deltas it has seq null and
+	// is not stored: session.resume's mcp_servers is the current state.
+	EventMCPStatus EventType = "mcp.status"
 )
+
+// Durable reports whether events of type t are stored, with an integer
+// seq: every type but the deltas (message.delta, tool.output) and
+// mcp.status, which have seq null.
+func (t EventType) Durable() bool {
+	return t != EventMessageDelta && t != EventToolOutput && t != EventMCPStatus
+}
 
 // EventSpec pairs an event type with a zero value of its payload struct.
 type EventSpec struct {
@@ -42,6 +53,7 @@ var Events = []EventSpec{
 	{EventPromptOpened, PromptOpenedPayload{}},
 	{EventPromptClosed, PromptClosedPayload{}},
 	{EventTurnCompleted, TurnCompletedPayload{}},
+	{EventMCPStatus, MCPServerStatus{}},
 }
 
 // TurnStartedPayload is turn.started: the input that starts running.
@@ -86,8 +98,11 @@ type ToolOutputPayload struct {
 // runs: its process group (PID, the leader's pid), the kernel's BootID and
 // the leader's StartTicks (clock ticks after boot), Session (the pid of its
 // session) and Marker (an environment marker its processes carry). Clients
-// may ignore it.
+// may ignore it. For an MCP tool call it is durable before the request is
+// sent: MCPServer names the server, and the process fields are zero (the
+// server's process is the daemon's child, killed when the daemon dies).
 type ToolRunningPayload struct {
+	MCPServer  string `json:"mcp_server,omitempty"`
 	ToolCallID string `json:"tool_call_id"`
 	PID        int    `json:"pid"`
 	BootID     string `json:"boot_id"`
@@ -154,7 +169,18 @@ type TurnCompletedPayload struct {
 // answer of session or always remembers), the choices and the sandbox the
 // command would run in. SandboxPermissions and Justification are set when
 // the model asked to run it outside the sandbox.
+//
+// An MCP tool call's card (PROTOCOL.md 10.1) has Kind "mcp", the Server,
+// the Tool (as the server names it) and the call's Arguments (the JSON
+// object the model gave; clients show it through VisibleJSON); Command is
+// then the model-facing tool name "mcp__<server>__<tool>", Pattern
+// "mcp:<server>/<tool>" and Sandbox the sandbox the server runs in. A
+// terminal command's card has no Kind.
 type ApprovalPayload struct {
+	Kind               string          `json:"kind,omitempty"`
+	Server             string          `json:"server,omitempty"`
+	Tool               string          `json:"tool,omitempty"`
+	Arguments          json.RawMessage `json:"arguments,omitempty"`
 	ToolCallID         string          `json:"tool_call_id"`
 	Command            string          `json:"command"`
 	Cwd                string          `json:"cwd"`

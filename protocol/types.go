@@ -125,6 +125,9 @@ type SessionCreateParams struct {
 	// Sandbox narrows the configured sandbox for this session; the daemon
 	// replaces it with the session's resulting sandbox before storing.
 	Sandbox *SandboxParams `json:"sandbox,omitempty"`
+	// MCPServers are the session's own MCP servers, besides config.yaml's
+	// (PROTOCOL.md 10.1); frozen with the session.
+	MCPServers []MCPServerParams `json:"mcp_servers,omitempty"`
 }
 
 // SessionRef is {session_id}.
@@ -219,15 +222,18 @@ type Snapshot struct {
 	// ApprovalMode is the session's approvals mode (manual | strict |
 	// off): the one session.update set, else the configured
 	// approvals.mode.
-	ApprovalMode        string    `json:"approval_mode"`
-	ExecutionGeneration int64     `json:"execution_generation"`
-	Running             *string   `json:"running" jsonschema:"nullable"`
-	Messages            []Message `json:"messages"`
-	Prompts             []Prompt  `json:"prompts"`
-	Pending             []Receipt `json:"pending"`
-	LastSeq             int64     `json:"last_seq"`
-	Events              []Event   `json:"events,omitempty"`
-	SnapshotRequired    bool      `json:"snapshot_required,omitempty"`
+	ApprovalMode string `json:"approval_mode"`
+	// MCPServers are the session's MCP servers (config.yaml's and its
+	// own, frozen at creation) with their state on this daemon.
+	MCPServers          []MCPServerStatus `json:"mcp_servers"`
+	ExecutionGeneration int64             `json:"execution_generation"`
+	Running             *string           `json:"running" jsonschema:"nullable"`
+	Messages            []Message         `json:"messages"`
+	Prompts             []Prompt          `json:"prompts"`
+	Pending             []Receipt         `json:"pending"`
+	LastSeq             int64             `json:"last_seq"`
+	Events              []Event           `json:"events,omitempty"`
+	SnapshotRequired    bool              `json:"snapshot_required,omitempty"`
 	// MessagesTruncated says that Messages holds only the newest messages
 	// (at most MaxSnapshotMessages and about MaxSnapshotBytes of them);
 	// session.messages with before_id = Messages[0].id pages back.

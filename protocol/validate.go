@@ -93,7 +93,7 @@ func (p SessionCreateParams) Validate() error {
 			}
 		}
 	}
-	return nil
+	return validateMCPServers(p.MCPServers)
 }
 
 // Validate requires session_id; after_seq must be >= 0.

@@ -24,10 +24,13 @@ type Session struct {
 	LastEventSeq        int64          `db:"last_event_seq"`
 	Sandbox             sql.NullString `db:"sandbox"`       // JSON sandbox.Policy, NULL for sessions older than 0002
 	ApprovalMode        sql.NullString `db:"approval_mode"` // manual | strict | off; NULL: the configured approvals.mode (0008)
+	// MCPServers is the JSON array of the session's MCP servers (package
+	// tools/mcp's Server), NULL for sessions older than 0007.
+	MCPServers sql.NullString `db:"mcp_servers"`
 }
 
 const sessionColumns = `session_id, title, cwd, model, provider, base_url, toolsets, source, create_request_id,
-	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox, approval_mode`
+	create_digest, created_at, execution_generation, next_admission_seq, last_event_seq, sandbox, approval_mode, mcp_servers`
 
 // ToolsetNames decodes Toolsets; never nil.
 func (s Session) ToolsetNames() []string {
@@ -64,14 +67,15 @@ type NewSession struct {
 	CreatedAt                                       string
 	Sandbox                                         sql.NullString // JSON, NULL: the configured sandbox
 	PinLabel                                        sql.NullString // cluster.label the session is pinned to
+	MCPServers                                      sql.NullString // JSON array (tools/mcp.Server)
 }
 
 // InsertSession inserts s in tx.
 func InsertSession(tx *Tx, s NewSession) error {
 	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
-		create_request_id, create_digest, created_at, sandbox, pin_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		create_request_id, create_digest, created_at, sandbox, pin_label, mcp_servers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.SessionID, s.Title, s.Cwd, s.Model, s.Provider, s.BaseURL, s.Toolsets, s.Source, s.CreateRequestID, s.CreateDigest,
-		s.CreatedAt, s.Sandbox, s.PinLabel)
+		s.CreatedAt, s.Sandbox, s.PinLabel, s.MCPServers)
 	return err
 }
 

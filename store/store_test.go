@@ -103,9 +103,12 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 		if n != 6 {
 			t.Fatalf("tables = %d", n)
 		}
-		// 0002: each session's frozen sandbox.
+		// 0002: each session's frozen sandbox; 0007: its MCP servers.
 		if err := db.Get(context.Background(), &n, column); err != nil || n != 1 {
 			t.Fatalf("sessions.sandbox column: %d, %v", n, err)
+		}
+		if err := db.Get(context.Background(), &n, strings.ReplaceAll(column, "'sandbox'", "'mcp_servers'")); err != nil || n != 1 {
+			t.Fatalf("sessions.mcp_servers column: %d, %v", n, err)
 		}
 		db.Close()
 	}

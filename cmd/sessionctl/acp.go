@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,27 +202,106 @@ func (b *bridge) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (a
 		"error": fmt.Sprintf("unknown auth method %q: sessiond advertises none (the bridge authenticates to the daemon with the home's daemon.json token)", p.MethodId)})
 }
 
-const mcpUnsupported = "sessiond does not support MCP servers yet: the %d MCP server(s) the editor configured are not connected to this session; it has the terminal and clarify tools only."
+// mcpNotConnected is the note for the editor's MCP servers sessiond does
+// not take: it connects stdio servers only (it does not advertise http or
+// sse, PROTOCOL.md 10.5).
+const mcpNotConnected = "sessiond connects the editor's stdio MCP servers only: %s not connected to this session."
 
-// NewSession creates a daemon session in the editor's cwd.
+// NewSession creates a daemon session in the editor's cwd with the
+// editor's stdio MCP servers as the session's own (session.create
+// mcp_servers, PROTOCOL.md 10.5); names are made [A-Za-z0-9_-]{1,32}.
 func (b *bridge) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	servers, skipped := acpMCPServers(p.McpServers)
 	var snap protocol.Snapshot
-	if err := b.call(ctx, protocol.MethodSessionCreate, protocol.SessionCreateParams{Cwd: p.Cwd, Source: "ide"}, &snap); err != nil {
+	if err := b.call(ctx, protocol.MethodSessionCreate, protocol.SessionCreateParams{Cwd: p.Cwd, Source: "ide", MCPServers: servers}, &snap); err != nil {
 		return acp.NewSessionResponse{}, daemonErr(err)
 	}
 	resp := acp.NewSessionResponse{SessionId: acp.SessionId(snap.SessionID)}
 	if st, err := b.state(ctx, snap.SessionID); err == nil {
 		resp.ConfigOptions, resp.Modes = st.configOptions(), st.modeState()
 	}
-	if n := len(p.McpServers); n > 0 {
-		note := fmt.Sprintf(mcpUnsupported, n)
-		resp.Meta = map[string]any{"sessiond": map[string]any{"mcpServers": "unsupported", "note": note}}
-		b.mu.Lock()
-		b.notes[snap.SessionID] = append(b.notes[snap.SessionID], note)
-		b.mu.Unlock()
-		b.log.Warn("MCP servers are not supported; ignoring them", "session", snap.SessionID, "count", n)
+	if len(p.McpServers) > 0 {
+		names := []string{}
+		for _, s := range servers {
+			names = append(names, s.Name)
+		}
+		meta := map[string]any{"mcpServers": names}
+		if len(skipped) > 0 {
+			note := fmt.Sprintf(mcpNotConnected, strings.Join(skipped, ", "))
+			meta["note"] = note
+			b.mu.Lock()
+			b.notes[snap.SessionID] = append(b.notes[snap.SessionID], note)
+			b.mu.Unlock()
+			b.log.Warn("MCP servers not connected: only stdio servers are", "session", snap.SessionID, "skipped", skipped)
+		}
+		resp.Meta = map[string]any{"sessiond": meta}
 	}
 	return resp, nil
+}
+
+// acpMCPServers maps an editor's MCP servers to session.create's: stdio
+// ones with their command, args and env, names made [A-Za-z0-9_-]{1,32}
+// without "__" and unique; the others (http, sse, acp) are skipped, by
+// name.
+func acpMCPServers(list []acp.McpServer) (out []protocol.MCPServerParams, skipped []string) {
+	used := map[string]bool{}
+	for _, s := range list {
+		if s.Stdio == nil {
+			name := "?"
+			switch {
+			case s.Http != nil:
+				name = s.Http.Name + " (http)"
+			case s.Sse != nil:
+				name = s.Sse.Name + " (sse)"
+			case s.Acp != nil:
+				name = "acp"
+			}
+			skipped = append(skipped, protocol.Visible(name))
+			continue
+		}
+		name := mcpName(s.Stdio.Name)
+		for i := 2; used[name]; i++ {
+			suffix := fmt.Sprintf("-%d", i)
+			name = mcpName(s.Stdio.Name)
+			name = name[:min(len(name), 32-len(suffix))] + suffix
+		}
+		used[name] = true
+		var env map[string]string
+		for _, e := range s.Stdio.Env {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[e.Name] = e.Value
+		}
+		out = append(out, protocol.MCPServerParams{Name: name, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
+	}
+	return out, skipped
+}
+
+// mcpName makes an editor's server name a sessiond one: characters other
+// than [A-Za-z0-9_-] become "_", "__" becomes "_", at most 32 characters;
+// "mcp" when nothing is left.
+func mcpName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 128 && (r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	n := b.String()
+	for strings.Contains(n, "__") {
+		n = strings.ReplaceAll(n, "__", "_")
+	}
+	n = strings.Trim(n, "_")
+	if len(n) > 32 {
+		n = strings.TrimRight(n[:32], "_")
+	}
+	if n == "" {
+		n = "mcp"
+	}
+	return n
 }
 
 // LoadSession resumes a daemon session and replays its stored history as
@@ -236,7 +316,7 @@ func (b *bridge) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp
 			return acp.LoadSessionResponse{}, err
 		}
 	}
-	resp := acp.LoadSessionResponse{Meta: b.mcpMeta(len(p.McpServers))}
+	resp := acp.LoadSessionResponse{Meta: mcpMeta(len(p.McpServers), snap)}
 	if st, err := b.state(ctx, string(p.SessionId)); err == nil {
 		resp.ConfigOptions, resp.Modes = st.configOptions(), st.modeState()
 	}

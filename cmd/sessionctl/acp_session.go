@@ -182,7 +182,7 @@ func (b *bridge) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) 
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
-	return acp.ResumeSessionResponse{ConfigOptions: st.configOptions(), Modes: st.modeState(), Meta: b.mcpMeta(len(p.McpServers))}, nil
+	return acp.ResumeSessionResponse{ConfigOptions: st.configOptions(), Modes: st.modeState(), Meta: mcpMeta(len(p.McpServers), st.snap)}, nil
 }
 
 // CloseSession ends the editor's use of a session: this bridge's prompts
@@ -329,10 +329,17 @@ func (b *bridge) cancelRequest(key string) {
 	}
 }
 
-// mcpMeta is the _meta saying the editor's MCP servers are not connected.
-func (b *bridge) mcpMeta(n int) map[string]any {
-	if n == 0 {
+// mcpMeta is the _meta of session/load and session/resume when the editor
+// gives MCP servers: a session's servers are frozen at its session/new
+// (PROTOCOL.md 10.1), so it names the ones the session has instead.
+func mcpMeta(given int, snap protocol.Snapshot) map[string]any {
+	if given == 0 {
 		return nil
 	}
-	return map[string]any{"sessiond": map[string]any{"mcpServers": "unsupported", "note": fmt.Sprintf(mcpUnsupported, n)}}
+	names := []string{}
+	for _, s := range snap.MCPServers {
+		names = append(names, s.Name)
+	}
+	return map[string]any{"sessiond": map[string]any{"mcpServers": names,
+		"note": "a session's MCP servers are those of its session/new; the ones given to session/load or session/resume are not applied"}}
 }

@@ -297,3 +297,31 @@ func TestACPDecodedJSONIsVisible(t *testing.T) {
 		t.Errorf("rawArgs of a result = %#v", raw)
 	}
 }
+
+// An editor's stdio MCP servers become session.create's mcp_servers, their
+// names made valid and unique; http and sse ones are skipped, by name.
+func TestACPMCPServers(t *testing.T) {
+	got, skipped := acpMCPServers([]acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "My files", Command: "/usr/bin/fs-mcp", Args: []string{"--root", "/w"}, Env: []acp.EnvVariable{{Name: "A", Value: "b"}}}},
+		{Stdio: &acp.McpServerStdio{Name: "My__files", Command: "/x"}},
+		{Stdio: &acp.McpServerStdio{Name: "ÿ", Command: "/y"}},
+		{Stdio: &acp.McpServerStdio{Name: strings.Repeat("long", 20), Command: "/z"}},
+		{Http: &acp.McpServerHttpInline{Name: "remote", Url: "https://x/mcp", Type: "http"}},
+	})
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+		if err := protocol.ValidateMCPServer("s", s, false); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
+	if strings.Join(names, ",") != "My_files,My_files-2,mcp,"+strings.Repeat("long", 8) {
+		t.Errorf("names %v", names)
+	}
+	if got[0].Command != "/usr/bin/fs-mcp" || got[0].Args[1] != "/w" || got[0].Env["A"] != "b" {
+		t.Errorf("first server %+v", got[0])
+	}
+	if len(skipped) != 1 || skipped[0] != "remote (http)" {
+		t.Errorf("skipped %v", skipped)
+	}
+}

@@ -217,13 +217,16 @@ type approvalRecord struct {
 
 // transcriptView is show --json.
 type transcriptView struct {
-	SessionID string           `json:"session_id"`
-	Title     string           `json:"title"`
-	Cwd       string           `json:"cwd"`
-	Model     string           `json:"model"`
-	CreatedAt string           `json:"created_at"`
-	Running   *string          `json:"running"`
-	Items     []transcriptItem `json:"items"`
+	SessionID string  `json:"session_id"`
+	Title     string  `json:"title"`
+	Cwd       string  `json:"cwd"`
+	Model     string  `json:"model"`
+	CreatedAt string  `json:"created_at"`
+	Running   *string `json:"running"`
+	// MCPServers are the session's MCP servers and their state on the
+	// daemon (session.resume's mcp_servers).
+	MCPServers []protocol.MCPServerStatus `json:"mcp_servers"`
+	Items      []transcriptItem           `json:"items"`
 	// EventsPruned: older events were pruned, so approvals and turn
 	// outcomes are missing for the oldest turns (the messages are all here).
 	EventsPruned bool `json:"events_pruned,omitempty"`
@@ -236,7 +239,8 @@ func (a *app) showCommand() *cobra.Command {
 		Long: `Prints the whole transcript of a session as plain text: the inputs, the
 assistant's answers, each tool call with its output, the approval it needed
 and who decided it (the client name and connection number the daemon
-recorded), and how each turn ended. It needs no terminal (attach does), so it
+recorded), and how each turn ended; first, the session's MCP servers and
+their state on the daemon. It needs no terminal (attach does), so it
 works in scripts, pipes and over ssh. --json prints the same as one object
 with an items list.`,
 		Example: `  sessionctl show "$S"
@@ -272,7 +276,11 @@ with an items list.`,
 // order.
 func buildTranscript(snap protocol.Snapshot) transcriptView {
 	v := transcriptView{SessionID: snap.SessionID, Title: snap.Title, Cwd: snap.Cwd, Model: snap.Model,
-		CreatedAt: snap.CreatedAt, Running: snap.Running, Items: []transcriptItem{}, EventsPruned: snap.SnapshotRequired}
+		CreatedAt: snap.CreatedAt, Running: snap.Running, Items: []transcriptItem{}, EventsPruned: snap.SnapshotRequired,
+		MCPServers: snap.MCPServers}
+	if v.MCPServers == nil {
+		v.MCPServers = []protocol.MCPServerStatus{}
+	}
 	approvals := approvalsFromEvents(snap.Events)
 	type turnEnd struct{ outcome, err string }
 	ends := map[string]turnEnd{}
@@ -334,6 +342,9 @@ func (a *app) printTranscript(v transcriptView) {
 		title = "(untitled)"
 	}
 	fmt.Fprintf(w, "session %s  %s\n  cwd %s · model %s · created %s\n", v.SessionID, title, v.Cwd, v.Model, v.CreatedAt)
+	for _, s := range v.MCPServers {
+		fmt.Fprintln(w, "  "+mcpLine(style{}, s))
+	}
 	if v.EventsPruned {
 		fmt.Fprintln(w, "  (older events were pruned: approvals and outcomes of the oldest turns are not shown)")
 	}

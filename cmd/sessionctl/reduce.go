@@ -31,6 +31,9 @@ type sessionView struct {
 	tools             []toolView        // tool calls in progress, in start order
 	prompts           []protocol.Prompt // open prompts, in open order
 	callNames         map[string]string // tool_call_id -> tool name, from assistant messages
+	// mcp is the session's MCP servers and their state (snapshot's
+	// mcp_servers, then mcp.status events), in the snapshot's order.
+	mcp []protocol.MCPServerStatus
 
 	// follow is the admission `send` waits for ("" in attach); the members
 	// below are about it.
@@ -106,6 +109,9 @@ type (
 	// undecodable: an event whose payload did not decode (it changed
 	// nothing); Err names the type and the field.
 	undecodable struct{ Err error }
+	// mcpChanged: an MCP server's status changed (mcp.status whose status
+	// or error differs from what the view held).
+	mcpChanged struct{ Status protocol.MCPServerStatus }
 )
 
 func (admissionChanged) isChange() {}
@@ -120,6 +126,7 @@ func (promptOpened) isChange()     {}
 func (promptClosed) isChange()     {}
 func (turnEnded) isChange()        {}
 func (undecodable) isChange()      {}
+func (mcpChanged) isChange()       {}
 
 // reduce folds one event into v. Events of a type this build does not know
 // change nothing; one whose payload does not decode changes nothing and is
@@ -250,6 +257,18 @@ func reduce(v sessionView, ev protocol.Event) (sessionView, []change) {
 			}
 			v.finished = true
 		}
+	case protocol.MCPServerStatus:
+		i := slices.IndexFunc(v.mcp, func(x protocol.MCPServerStatus) bool { return x.Name == p.Name })
+		if i >= 0 && v.mcp[i].Status == p.Status && v.mcp[i].Error == p.Error && slices.Equal(v.mcp[i].Tools, p.Tools) {
+			break
+		}
+		v.mcp = slices.Clone(v.mcp)
+		if i >= 0 {
+			v.mcp[i] = p
+		} else {
+			v.mcp = append(v.mcp, p)
+		}
+		out = append(out, mcpChanged{p})
 	case protocol.ToolRunningPayload, protocol.UnknownPayload:
 		// Nothing to show: tool.running is the daemon's crash bookkeeping,
 		// and a newer daemon's event types are skipped.
@@ -309,6 +328,7 @@ func (v sessionView) adopt(snap protocol.Snapshot) sessionView {
 	}
 	v.prompts = slices.Clone(snap.Prompts)
 	v.stream, v.tools = "", nil
+	v.mcp = slices.Clone(snap.MCPServers)
 	return v
 }
 

@@ -126,7 +126,7 @@ func TestReduce(t *testing.T) {
 	}, {
 		name:   "tool.running and a newer daemon's event types change nothing",
 		start:  sessionView{running: "a1"},
-		events: []protocol.Event{rev(protocol.EventToolRunning, "a1", protocol.ToolRunningPayload{ToolCallID: "c1", PID: 9}), rev("mcp.status", "", `{"name":"fs","status":"ready"}`)},
+		events: []protocol.Event{rev(protocol.EventToolRunning, "a1", protocol.ToolRunningPayload{ToolCallID: "c1", PID: 9}), rev("mcp.future", "", `{"name":"fs","status":"ready"}`)},
 		want:   sessionView{running: "a1"},
 	}}
 	for _, c := range cases {

@@ -76,6 +76,8 @@ func (a approvalPayload) unsandboxed() bool {
 // in the sandbox, or the payload does not say).
 func (a approvalPayload) unsandboxedNote() string {
 	switch {
+	case a.Kind == protocol.ApprovalKindMCP && a.Sandbox.Unsandboxed && a.Sandbox.Mode != "off" && a.Sandbox.Unavailable == "":
+		return "REMOTE: this MCP server is reached over HTTP, outside the sandbox"
 	case a.SandboxPermissions == escalated:
 		return "UNSANDBOXED: the model asks to run this OUTSIDE the sandbox"
 	case a.Sandbox.Unsandboxed && a.Sandbox.Unavailable != "":
@@ -95,6 +97,62 @@ func (a approvalPayload) remembers() string {
 	return "session/always remember pattern " + visibleLine(a.Pattern)
 }
 
+// prettyArgs is an MCP call's arguments indented for the approval card,
+// made visible (protocol.VisibleJSON); "{}" when there are none.
+func prettyArgs(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var v any
+	if json.Unmarshal(protocol.VisibleJSON(raw), &v) != nil {
+		return visibleLine(string(raw))
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return visibleLine(string(raw))
+	}
+	return string(b)
+}
+
+// mcpLine is the scrollback line of an MCP server's new status, made
+// visible: "MCP fs: ready (3 tools: a, b, c)", "MCP fs: failed — ERROR".
+func mcpLine(st style, s protocol.MCPServerStatus) string {
+	name := "MCP " + visibleLine(s.Name) + ": "
+	switch s.Status {
+	case protocol.MCPReady:
+		return st.green(name+"ready") + st.dim(fmt.Sprintf(" (%d tools: %s)", len(s.Tools), clip(visibleLine(strings.Join(s.Tools, ", ")), 200)))
+	case protocol.MCPFailed:
+		return st.red(name + "failed — " + clip(oneLine(visibleLine(s.Error)), 300) + " (its tools are withdrawn; restarting)")
+	}
+	line := name + string(s.Status)
+	if s.Error != "" {
+		line += " (last error: " + clip(oneLine(visibleLine(s.Error)), 200) + ")"
+	}
+	return st.dim(line)
+}
+
+// mcpSummary is the status line's part about the MCP servers ("" when the
+// session has none): "mcp 2/3 ready", red when one failed.
+func mcpSummary(st style, list []protocol.MCPServerStatus) string {
+	if len(list) == 0 {
+		return ""
+	}
+	ready, failed := 0, 0
+	for _, s := range list {
+		switch s.Status {
+		case protocol.MCPReady:
+			ready++
+		case protocol.MCPFailed:
+			failed++
+		}
+	}
+	text := fmt.Sprintf("mcp %d/%d ready", ready, len(list))
+	if failed > 0 {
+		return st.red(text + fmt.Sprintf(", %d failed", failed))
+	}
+	return text
+}
+
 // toolCall is one of a message's tool_calls.
 type toolCall struct {
 	ID        string `json:"id"`
@@ -107,7 +165,11 @@ func promptSummary(p protocol.Prompt) string {
 	switch p.Kind {
 	case protocol.KindApproval:
 		a := approvalOf(p)
-		s := fmt.Sprintf("%s  (%s; %s; choices %s)", visibleLine(a.Command), visibleLine(a.Reason), a.remembers(), strings.Join(a.offered(), "/"))
+		what := visibleLine(a.Command)
+		if a.Kind == protocol.ApprovalKindMCP {
+			what = "MCP " + visibleLine(a.Server) + "/" + visibleLine(a.Tool) + " " + clip(oneLine(visibleLine(string(protocol.VisibleJSON(a.Arguments)))), 300)
+		}
+		s := fmt.Sprintf("%s  (%s; %s; choices %s)", what, visibleLine(a.Reason), a.remembers(), strings.Join(a.offered(), "/"))
 		if a.unsandboxed() {
 			s = "[UNSANDBOXED] " + s
 			if a.Justification != "" {

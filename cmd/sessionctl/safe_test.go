@@ -149,3 +149,42 @@ func TestErrorLineIsVisible(t *testing.T) {
 		t.Fatalf("oneLine = %q", got)
 	}
 }
+
+// An MCP approval card shows the server, the tool and the arguments, made
+// visible; the status line counts the MCP servers and mcp.status prints
+// what changed (a failed server in red with its error, made visible).
+func TestTUIMCPCardAndStatus(t *testing.T) {
+	m := testModel()
+	m.running = "adm_1"
+	m.Update(event("prompt.opened", "adm_1", map[string]any{"prompt": protocol.Prompt{PromptID: "p3", Kind: "approval", ExecutionGeneration: 1,
+		Payload: json.RawMessage(`{"kind":"mcp","server":"fs","tool":"write_file","arguments":{"path":"/w/a\u001b[2J","text":"hi"},"command":"mcp__fs__write_file","cwd":"/w","risk":"dangerous","reason":"an MCP tool call","pattern":"mcp:fs/write_file","choices":["once","session","always","deny"],"sandbox":{"mode":"workspace-write","unsandboxed":false}}`)}}))
+	view := m.View().Content
+	for _, want := range []string{"server  fs", "tool    write_file", `"path": "/w/a␛[2J"`, "remember session/always remember pattern mcp:fs/write_file"} {
+		if !strings.Contains(view, want) {
+			t.Fatalf("MCP approval card lacks %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "\x1b[2J") {
+		t.Fatalf("raw escape in the card: %q", view)
+	}
+	if sum := promptSummary(protocol.Prompt{Kind: "approval", Payload: json.RawMessage(`{"kind":"mcp","server":"fs","tool":"write_file","arguments":{"path":"a"},"command":"mcp__fs__write_file","reason":"r","pattern":"mcp:fs/write_file"}`)}); !strings.Contains(sum, `MCP fs/write_file {"path":"a"}`) {
+		t.Errorf("pending summary %q", sum)
+	}
+	m = testModel()
+	m.sessionView = m.sessionView.adopt(protocol.Snapshot{MCPServers: []protocol.MCPServerStatus{{Name: "fs", Status: protocol.MCPReady, Tools: []string{"a"}}, {Name: "web", Status: protocol.MCPStopped, Tools: []string{}}}})
+	if line := m.statusLine(); !strings.Contains(line, "mcp 1/2 ready") {
+		t.Errorf("status line %q", line)
+	}
+	m.Update(event("mcp.status", "", protocol.MCPServerStatus{Name: "web", Status: protocol.MCPFailed, Error: "exited\x1b[31m with status 1", Tools: []string{}}))
+	printed := strings.Join(m.printQ, "\n")
+	if !strings.Contains(printed, "MCP web: failed — exited␛[31m with status 1") || strings.Contains(printed, "\x1b[31m with") ||
+		!strings.Contains(m.statusLine(), "mcp 1/2 ready, 1 failed") {
+		t.Fatalf("after mcp.status: %q / %q", printed, m.statusLine())
+	}
+	// The same status again prints nothing more.
+	n := len(m.printQ)
+	m.Update(event("mcp.status", "", protocol.MCPServerStatus{Name: "web", Status: protocol.MCPFailed, Error: "exited\x1b[31m with status 1", Tools: []string{}}))
+	if len(m.printQ) != n {
+		t.Errorf("a repeated status printed again: %q", m.printQ[n:])
+	}
+}

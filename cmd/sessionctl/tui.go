@@ -721,6 +721,8 @@ func (m *tuiModel) show(c change) {
 		default:
 			m.print(m.st.dim("  · " + c.Kind + " closed: " + string(p.Resolution)))
 		}
+	case mcpChanged:
+		m.print(mcpLine(m.st, c.Status))
 	case turnEnded:
 		if c.CutStream != "" {
 			m.print(m.st.green("assistant › ") + c.CutStream + m.st.dim(" …(cut off)"))
@@ -882,7 +884,13 @@ func (m *tuiModel) promptBox(w int) []string {
 		if note := a.unsandboxedNote(); note != "" {
 			field("", note, m.st.red)
 		}
-		field("command ", a.Command, plain)
+		if a.Kind == protocol.ApprovalKindMCP {
+			field("server  ", a.Server, plain)
+			field("tool    ", a.Tool, plain)
+			field("args    ", prettyArgs(a.Arguments), plain)
+		} else {
+			field("command ", a.Command, plain)
+		}
 		field("cwd     ", a.Cwd, plain)
 		field("reason  ", a.Reason, plain)
 		if a.Justification != "" {
@@ -949,6 +957,9 @@ func (m *tuiModel) statusLine() string {
 		parts = append(parts, m.st.red("held (unknown input: resolve it from a shell)")+m.st.dim(" · Enter queues · Ctrl-C detaches"))
 	default:
 		parts = append(parts, "idle"+m.st.dim(" · Enter sends · Ctrl-C detaches · /help"))
+	}
+	if s := mcpSummary(m.st, m.mcp); s != "" {
+		parts = append(parts, s)
 	}
 	return strings.Join(parts, m.st.dim(" · "))
 }

@@ -41,10 +41,8 @@ func init() {
 }
 
 // durable reports whether events of type t are stored (seq is an integer);
-// deltas have seq null.
-func durable(t protocol.EventType) bool {
-	return t != protocol.EventMessageDelta && t != protocol.EventToolOutput
-}
+// deltas and mcp.status have seq null.
+func durable(t protocol.EventType) bool { return t.Durable() }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/$defs/" + name} }
 

@@ -54,21 +54,38 @@ T("initialize without a daemon on the home fails saying how to start one", async
   }
 });
 
-T("session/new creates a daemon session; MCP servers are reported unsupported", async () => {
+T("session/new creates a daemon session with the editor's stdio MCP servers", async () => {
   const r = await editor.request(methods.agent.session.new, { cwd: ws, mcpServers: [] });
   assert.match(r.sessionId, /^ses_/);
   sessionId = r.sessionId;
   const listed = await sessionctl(daemon.home, "sessions");
   assert.ok(listed.includes(sessionId), `sessions lists ${sessionId}: ${listed}`);
 
+  // /bin/true is a stdio "server" that exits at once: it reaches the
+  // session (frozen with it), is started at the first prompt inside the
+  // sandbox, fails, and the prompt still ends normally.
   const withMcp = await editor.request(methods.agent.session.new, {
-    cwd: ws, mcpServers: [{ name: "fs", command: "/bin/true", args: [], env: [] }],
+    cwd: ws, mcpServers: [
+      { name: "my files", command: "/bin/true", args: ["--root", ws], env: [{ name: "A", value: "b" }] },
+      { type: "http", name: "remote", url: "https://mcp.example.invalid/mcp", headers: [] },
+    ],
   });
-  assert.equal(withMcp._meta.sessiond.mcpServers, "unsupported");
+  assert.deepEqual(withMcp._meta.sessiond.mcpServers, ["my_files"]);
+  assert.match(withMcp._meta.sessiond.note, /stdio MCP servers only: remote \(http\) not connected/);
+  const show = async () => JSON.parse(await sessionctl(daemon.home, "show", withMcp.sessionId, "--json")).mcp_servers;
+  const before = await show();
+  assert.equal(before.length, 1);
+  assert.equal(before[0].name, "my_files");
+  assert.equal(before[0].source, "session");
+  assert.equal(before[0].status, "stopped");
   const from = editor.updates.length;
   const r2 = await editor.prompt(withMcp.sessionId, "ping");
   assert.equal(r2.stopReason, "end_turn");
-  assert.match(editor.agentText(withMcp.sessionId, from), /does not support MCP servers/);
+  assert.match(editor.agentText(withMcp.sessionId, from), /stdio MCP servers only/);
+  await eventually("the editor's server started and failed", async () => {
+    const s = (await show())[0];
+    return s.status === "failed" && /exited with status 0/.test(s.error);
+  });
 });
 
 T("session/new with a relative cwd is refused with the daemon's reason", async () => {
