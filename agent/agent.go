@@ -393,6 +393,16 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	}
 }
 
+// approvalMode is the approvals mode of s's turn: the session's own
+// (session.update), else the configured one. Every gate (terminal, MCP)
+// reads it here.
+func (r *Runner) approvalMode(s Session) string {
+	if s.ApprovalMode != "" {
+		return s.ApprovalMode
+	}
+	return r.Config.ApprovalMode
+}
+
 // approve is the approval gate's I/O around Decide: it classifies the
 // command, looks up the remembered approvals Decide names, opens the
 // prompt and waits for the answer. ok: the command may run, confined in
@@ -400,11 +410,7 @@ func (r *Runner) runTool(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 func (r *Runner) approve(ctx context.Context, s Session, t Turn, ev *ToolEvent, callID string, args tools.TerminalArgs) (confined, ok bool) {
 	cls := risk.ClassifyWith(args.Command, risk.Context{ProtectedPaths: r.Config.ProtectedPaths, Home: r.Config.UserHome,
 		Cwd: s.Cwd, WrittenInTurn: writtenInTurn(s.Cwd, t.Started)})
-	mode := r.Config.ApprovalMode
-	if s.ApprovalMode != "" {
-		mode = s.ApprovalMode
-	}
-	in := DecisionInput{ApprovalMode: mode, Command: args.Command, Risk: cls,
+	in := DecisionInput{ApprovalMode: r.approvalMode(s), Command: args.Command, Risk: cls,
 		SandboxUnavailable: s.SandboxUnavailable, Escalated: args.SandboxPermissions == tools.SandboxEscalated, Justification: args.Justification}
 	if s.Sandbox != nil {
 		in.Sandbox = &s.Sandbox.Policy

@@ -96,7 +96,7 @@ func (r *Runner) mcpCall(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 		errorResult(ev, "invalid arguments: %v; nothing was sent to the MCP server", err)
 		return
 	}
-	in := DecisionInput{ApprovalMode: r.Config.ApprovalMode, SandboxUnavailable: s.SandboxUnavailable,
+	in := DecisionInput{ApprovalMode: r.approvalMode(s), SandboxUnavailable: s.SandboxUnavailable,
 		MCP: &MCPCall{Server: server, Tool: tool, Arguments: protocol.VisibleJSON(args), AutoApproved: mt.AutoApproved,
 			Stdio: cfg.Transport() == "stdio", Network: cfg.Network}}
 	in.Sandbox = sandboxPolicyOf(s)

@@ -645,3 +645,38 @@ func TestMCPIdleStopAndNextTurn(t *testing.T) {
 		t.Fatalf("%d starts of the server, want 2", n)
 	}
 }
+
+// The session's own approvals mode (session.update approval_mode, issue 26)
+// gates MCP calls as it gates commands: with approvals off in config.yaml, a
+// session switched to manual asks before the call, and nothing reaches the
+// server before the answer.
+func TestMCPSessionApprovalModeGatesCalls(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	dir := t.TempDir()
+	bin, logf := mcpFixture(t, dir)
+	m.On("add asked", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__fx__add", `{"a":1,"b":2}`)}}, fixtures.Reply{Text: "done"})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}\n"+mcpConfig(bin, logf, ""))})
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": dir})
+	if err := c.Call(ctxT(t), "session.update", map[string]any{"session_id": s.SessionID, "approval_mode": "manual"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	resume(t, c, s.SessionID)
+	r := submit(t, c, s.SessionID, "m1", "add asked")
+	p := waitPrompt(t, c, r.AdmissionID, "approval")
+	if pl := promptPayload(t, c, p); pl["kind"] != "mcp" || pl["tool"] != "add" {
+		t.Fatalf("approval payload %v", pl)
+	}
+	if n := mcpCount(t, logf, "call", "add"); n != 0 {
+		t.Fatalf("the call reached the server %d times before approval", n)
+	}
+	if _, err := answerApproval(t, c, s.SessionID, p, "once"); err != nil {
+		t.Fatal(err)
+	}
+	if out := waitTurn(t, c, r.AdmissionID); out != "completed" {
+		t.Fatalf("outcome %s", out)
+	}
+	if n := mcpCount(t, logf, "call", "add"); n != 1 {
+		t.Fatalf("add reached the server %d times, want 1", n)
+	}
+}
