@@ -212,3 +212,33 @@ func TestForkCopiesTerminalTurns(t *testing.T) {
 		t.Fatalf("the source has %d messages, want its 4 unchanged", n)
 	}
 }
+
+// TestForkKeepsTheSessionsSettings: a fork has the source's settings
+// (PROTOCOL.md 10.3 "the same settings"): cwd, model, toolsets, its
+// sandbox, its own approvals mode (session.update) and its frozen MCP
+// servers, not the configuration's defaults.
+func TestForkKeepsTheSessionsSettings(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.session("src")
+	if err := e.exec(`UPDATE sessions SET model = 'm2', toolsets = '["terminal"]', source = 'ide',
+		sandbox = '{"mode":"read-only","network":false}', approval_mode = 'strict',
+		mcp_servers = '[{"name":"fx","command":"/bin/fx"}]' WHERE session_id = 'src'`); err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.q.Fork(ctx, admission.ForkRequest{SessionID: "src"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const settings = `SELECT count(*) FROM sessions a JOIN sessions b ON b.session_id = 'src'
+		WHERE a.session_id = ? AND a.cwd = b.cwd AND a.model = b.model AND a.provider = b.provider AND a.base_url = b.base_url
+		AND a.toolsets = b.toolsets AND a.source = b.source AND a.sandbox = b.sandbox
+		AND a.approval_mode = b.approval_mode AND a.mcp_servers = b.mcp_servers`
+	if n := e.count(settings, id); n != 1 {
+		var got []store.Session
+		if err := e.db.Select(ctx, &got, `SELECT sandbox, approval_mode, mcp_servers FROM sessions WHERE session_id IN ('src', ?)`, id); err != nil {
+			t.Fatal(err)
+		}
+		t.Fatalf("the fork's settings differ from its source's: %+v", got)
+	}
+}

@@ -27,7 +27,8 @@ type ForkRequest struct {
 }
 
 // Fork creates a new session with the settings of req.SessionID (cwd,
-// model, provider, base_url, toolsets, source, sandbox), the same title
+// model, provider, base_url, toolsets, source, sandbox, approvals mode and
+// MCP servers), the same title
 // followed by " (fork)", an empty queue, no prompts or events, and a copy
 // of the transcript of every turn up to and including req.Through's (a
 // steer counts as the turn it was taken into), or of every terminal turn
@@ -96,7 +97,8 @@ func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 		}
 		if err := store.InsertSession(tx, store.NewSession{SessionID: id, Title: title, Cwd: src.Cwd, Model: src.Model,
 			Provider: src.Provider, BaseURL: src.BaseURL, Toolsets: src.Toolsets, Source: src.Source, CreatedAt: store.Now(),
-			Sandbox: src.Sandbox, PinLabel: sql.NullString{String: req.Label, Valid: req.Label != ""}}); err != nil {
+			Sandbox: src.Sandbox, MCPServers: src.MCPServers, ApprovalMode: src.ApprovalMode,
+			PinLabel: sql.NullString{String: req.Label, Valid: req.Label != ""}}); err != nil {
 			return err
 		}
 		entries := make([]transcript.Entry, 0, len(ms))

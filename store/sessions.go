@@ -68,14 +68,16 @@ type NewSession struct {
 	Sandbox                                         sql.NullString // JSON, NULL: the configured sandbox
 	PinLabel                                        sql.NullString // cluster.label the session is pinned to
 	MCPServers                                      sql.NullString // JSON array (tools/mcp.Server)
+	ApprovalMode                                    sql.NullString // manual | strict | off; NULL: the configured approvals.mode
 }
 
 // InsertSession inserts s in tx.
 func InsertSession(tx *Tx, s NewSession) error {
 	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
-		create_request_id, create_digest, created_at, sandbox, pin_label, mcp_servers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		create_request_id, create_digest, created_at, sandbox, pin_label, mcp_servers, approval_mode)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.SessionID, s.Title, s.Cwd, s.Model, s.Provider, s.BaseURL, s.Toolsets, s.Source, s.CreateRequestID, s.CreateDigest,
-		s.CreatedAt, s.Sandbox, s.PinLabel, s.MCPServers)
+		s.CreatedAt, s.Sandbox, s.PinLabel, s.MCPServers, s.ApprovalMode)
 	return err
 }
 
