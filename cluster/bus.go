@@ -236,6 +236,7 @@ func (p *publisher) flush() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("notify")
 		for _, k := range order {
 			ch, _, _ := strings.Cut(k, "\x00")
 			tx.Notify(ch, pending[k])

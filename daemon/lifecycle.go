@@ -27,6 +27,7 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	}
 	var old string
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("session.update")
 		s, err := getSession(tx, p.SessionID)
 		if err != nil {
 			return err
