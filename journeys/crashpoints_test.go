@@ -416,7 +416,9 @@ func (r *cpRun) holdCancelInterrupt() error {
 		case "unknown":
 			return false, r.resolve(row)
 		}
-		live = row.Status == "started" && len(r.m.RequestsWithLastUser(holdText)) > before
+		// The request of this start, or (after a restart that claimed it at
+		// boot, before this step) the one held in the model now.
+		live = row.Status == "started" && (len(r.m.RequestsWithLastUser(holdText)) > before || r.m.InFlight() > 0)
 		return live, nil
 	}); err != nil {
 		return err
@@ -452,6 +454,7 @@ func (r *cpRun) holdCancelInterrupt() error {
 // the dead process's turns (each becomes unknown) and their resolution.
 func (r *cpRun) recover() {
 	t := r.t
+	dead := r.first.Desc.BootEpoch // the daemon that died (if it became ready: else it started nothing)
 	if r.kind == cpPostgresTwo {
 		r.d = r.cl.Daemon(1)
 	} else {
@@ -463,10 +466,18 @@ func (r *cpRun) recover() {
 	if r.rec.Sessions[0] == "" {
 		return // the fault came before the sessions existed
 	}
+	// On SQLite the boot made them unknown before it listened; on
+	// PostgreSQL a takeover does, once the dead daemon's lease expired.
+	// The new owner may already run inputs that were queued.
 	err := r.poll("the dead daemon's turns to become unknown", takeoverBound, func() (bool, error) {
-		for _, row := range r.rows() {
-			if row.Status == "started" {
-				return false, nil
+		for _, sid := range r.rec.Sessions {
+			if sid == "" {
+				continue
+			}
+			for _, row := range fixtures.Admissions(t, r.db, sid) {
+				if row.Status == "started" && row.OwnerEpoch.Int64 == dead {
+					return false, nil
+				}
 			}
 		}
 		return true, nil
