@@ -538,9 +538,6 @@ func (c *campaign) chaos() {
 				c.logf("restart: %v", err)
 			}
 		}()
-		if n%100 == 0 {
-			c.logf("%d faults: %v", n, c.snapshotFaults())
-		}
 	}
 }
 
@@ -551,10 +548,15 @@ func (c *campaign) down(d *daemon, how string) {
 	c.count("daemon " + how)
 }
 
+// count records one fault; every hundredth is logged.
 func (c *campaign) count(what string) {
 	c.mu.Lock()
 	c.faults[what]++
+	n := sum(c.faults)
 	c.mu.Unlock()
+	if n%100 == 0 {
+		c.logf("%d faults: %v", n, c.snapshotFaults())
+	}
 }
 
 func (c *campaign) snapshotFaults() map[string]int {
