@@ -462,9 +462,14 @@ func (c *campaign) chaos() {
 	defer wg.Wait()
 	ttl := time.Duration(c.o.leaseTTL) * time.Second
 	for n := 0; n < c.o.kills; {
-		time.Sleep(time.Duration(float64(c.o.interval) * (0.5 + c.rng.Float64())))
+		// The same four draws every round, whatever happens: the seed
+		// fixes the schedule (which daemon is up when a fault lands depends
+		// on the machine's timing).
+		pause := time.Duration(float64(c.o.interval) * (0.5 + c.rng.Float64()))
 		p := c.rng.IntN(100)
 		back := time.Duration(c.rng.IntN(int(ttl/time.Millisecond)+1)) * time.Millisecond
+		victim := c.rng.IntN(1 << 20)
+		time.Sleep(pause)
 		if p >= 85 {
 			if c.pgDown.Load() {
 				continue
@@ -488,11 +493,18 @@ func (c *campaign) chaos() {
 			}()
 			continue
 		}
-		up := c.live(c.rng)
+		var up []*daemon
+		for _, d := range c.ds {
+			d.mu.Lock()
+			if d.state == "up" {
+				up = append(up, d)
+			}
+			d.mu.Unlock()
+		}
 		if len(up) < 2 {
 			continue
 		}
-		d := up[0]
+		d := up[victim%len(up)]
 		d.mu.Lock()
 		cmd, done := d.cmd, d.done
 		d.mu.Unlock()
