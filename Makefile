@@ -29,7 +29,8 @@ fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond withou
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
 test: ## Run every test, journeys included, under the race detector, then the Node tests (ACP editor, TypeScript client); a few minutes on 2 cores.
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -tags faultinject -run 'TestFault' ./store/
 	$(MAKE) test-acp
 	$(MAKE) test-ts
 
