@@ -5,10 +5,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"runtime"
 	"testing"
 )
 
