@@ -66,7 +66,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint: ## Check formatting (gofmt), run go vet and staticcheck (.ci/run runs it before make test).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags faultinject ./store/ ./cmd/sessiond/
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags faultinject ./store/
 
 fmt: ## Format the Go sources.
 	gofmt -w $$(git ls-files '*.go')
