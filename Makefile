@@ -29,7 +29,8 @@ fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond withou
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
 test: ## Run every test, journeys included, under the race detector, then the Node tests (ACP editor, TypeScript client); a few minutes on 2 cores.
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -tags faultinject -run 'TestFault' ./store/
 	$(MAKE) test-acp
 	$(MAKE) test-ts
 
@@ -66,7 +67,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint: ## Check formatting (gofmt), run go vet and staticcheck (.ci/run runs it before make test).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags faultinject ./store/ ./cmd/sessiond/
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags faultinject ./store/
 
 fmt: ## Format the Go sources.
 	gofmt -w $$(git ls-files '*.go')

@@ -285,6 +285,7 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 	var rec Receipt
 	var res AdmitResult
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("admit")
 		res = AdmitResult{}
 		existing, err := get(tx, `target_session_id = ? AND request_id = ?`, req.SessionID, req.InputID)
 		switch {
@@ -511,6 +512,7 @@ var errTakeFirst = errors.New("take the session first")
 func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admission)) (Admission, error) {
 	var a Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("claim")
 		o, err := q.owner(tx, sessionID)
 		if err != nil {
 			return err
@@ -598,6 +600,7 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 	}
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("settle")
 		// The fence: a daemon that lost the session settles nothing.
 		// (A stale admission or generation is explained by transition.)
 		if err := a.Execution().Check(tx); err != nil {
@@ -683,6 +686,7 @@ func explain(tx *store.Tx, sessionID, admissionID string, from Status, gen int64
 func (q *Queue) Cancel(ctx context.Context, sessionID, admissionID string) (Admission, error) {
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("cancel")
 		var err error
 		if out, err = transition(tx, sessionID, admissionID, StatusQueued, 0, OutcomeCancelled, ""); err != nil {
 			return err
@@ -708,6 +712,7 @@ func (q *Queue) ResolveUnknown(ctx context.Context, sessionID, admissionID strin
 func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID string, gen int64, by json.RawMessage, hook SettleHook) (Admission, error) {
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("resolve_unknown")
 		if gen <= 0 { // transition treats 0 as "any generation"; explain instead
 			return explain(tx, sessionID, admissionID, StatusUnknown, gen)
 		}
@@ -778,6 +783,7 @@ type RecoverResult struct {
 func (q *Queue) Recover(ctx context.Context, hook func(tx *store.Tx) error) (RecoverResult, error) {
 	var res RecoverResult
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("recover")
 		res = RecoverResult{}
 		taken, err := q.takeOrphans(tx, -1, true)
 		if err != nil {

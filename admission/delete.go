@@ -22,6 +22,7 @@ import (
 // when there is no such session.
 func (q *Queue) DeleteSession(ctx context.Context, sessionID string) error {
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("session.delete")
 		switch st, err := holder(tx, sessionID); {
 		case err != nil:
 			return err

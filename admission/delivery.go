@@ -177,6 +177,7 @@ func (q *Queue) Update(ctx context.Context, sessionID, admissionID, text string,
 	}
 	digest := Digest(text, attachments)
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("prompt.update")
 		err := tx.Get(&out, `UPDATE session_admissions SET text = ?, attachments = ?, edited_digest = ?
 			WHERE admission_id = ? AND target_session_id = ? AND status = 'queued'
 			RETURNING `+columns, text, att, digest, admissionID, sessionID)
@@ -205,6 +206,7 @@ func (q *Queue) Update(ctx context.Context, sessionID, admissionID, text string,
 func (q *Queue) Move(ctx context.Context, sessionID, admissionID, before string) ([]string, error) {
 	var order []string
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("prompt.move")
 		order = nil
 		rows, err := queuedRows(tx, sessionID)
 		if err != nil {

@@ -47,6 +47,7 @@ type ForkRequest struct {
 func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 	var id string
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("session.fork")
 		src, err := store.GetSession(tx, req.SessionID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)

@@ -79,6 +79,7 @@ func (q *Queue) takeable(o ownerRow) bool {
 // label), ErrSessionNotFound, store.ErrUnavailable.
 func (q *Queue) Take(ctx context.Context, sessionID string) (t Taken, ok bool, err error) {
 	err = q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("take")
 		o, err := q.owner(tx, sessionID)
 		if err != nil {
 			return err
@@ -151,6 +152,7 @@ type orphan struct {
 func (q *Queue) TakeOrphans(ctx context.Context, queuedSlots int) ([]Taken, error) {
 	var out []Taken
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("take_orphans")
 		var err error
 		out, err = q.takeOrphans(tx, queuedSlots, false)
 		return err
@@ -205,6 +207,7 @@ func (q *Queue) takeOrphans(tx *store.Tx, queuedSlots int, held bool) ([]Taken, 
 func (q *Queue) Release(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("release")
 		ids = nil
 		var rows []struct {
 			SessionID string `db:"session_id"`

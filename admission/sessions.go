@@ -166,6 +166,7 @@ func StartedIn(ctx context.Context, db *store.DB, sessionID string) (a Admission
 // the bus (ChannelSessions).
 func (q *Queue) RequestInterrupt(ctx context.Context, sessionID string, gen int64) error {
 	return q.DB.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("interrupt")
 		if _, err := tx.Exec(`UPDATE sessions SET interrupt_generation = ? WHERE session_id = ?`, gen, sessionID); err != nil {
 			return err
 		}

@@ -140,6 +140,7 @@ func (b *Bus) Send(ctx context.Context, ns []Notification) error {
 		}
 	}
 	return b.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("notify")
 		for _, n := range ns {
 			tx.Notify(n.Channel, n.Payload)
 		}
@@ -282,6 +283,7 @@ func (p *publisher) flush() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("notify")
 		for _, k := range order {
 			ch, _, _ := strings.Cut(k, "\x00")
 			tx.Notify(ch, pending[k])

@@ -72,6 +72,7 @@ func Join(ctx context.Context, db *store.DB, id DaemonID, opt Options) (*Member,
 	}
 	m := &Member{db: db, id: id, d: DialectOf(db), opt: opt, kick: make(chan struct{}, 1)}
 	if err := db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("lease.join")
 		_, err := tx.Exec(`UPDATE boot_epochs SET label = ? WHERE epoch = ?`, opt.Label, id)
 		return err
 	}); err != nil {
@@ -276,6 +277,7 @@ func (m *Member) Halt() {
 func (m *Member) Stop(ctx context.Context) error {
 	m.Halt()
 	err := m.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("lease.stop")
 		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = NULL WHERE epoch = ?`, m.id)
 		return err
 	})
@@ -291,6 +293,7 @@ func (m *Member) Stop(ctx context.Context) error {
 // at once instead of waiting for the dead daemon's lease to run out.
 func ExpireOthers(ctx context.Context, db *store.DB, id DaemonID) error {
 	return db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("lease.expire_others")
 		_, err := tx.Exec(`UPDATE boot_epochs SET lease_expires_ms = NULL WHERE epoch <> ? AND lease_expires_ms IS NOT NULL`, id)
 		return err
 	})
@@ -302,6 +305,7 @@ func ExpireOthers(ctx context.Context, db *store.DB, id DaemonID) error {
 func Register(ctx context.Context, db *store.DB, pid int, version, startedAt string) (DaemonID, error) {
 	var id DaemonID
 	err := db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("boot.register")
 		return tx.Get(&id, `INSERT INTO boot_epochs (pid, version, started_at) VALUES (?, ?, ?) RETURNING epoch`,
 			pid, version, startedAt)
 	})
@@ -312,6 +316,7 @@ func Register(ctx context.Context, db *store.DB, pid int, version, startedAt str
 // clean_stop 1).
 func MarkStopped(ctx context.Context, db *store.DB, id DaemonID) error {
 	return db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("boot.stopped")
 		_, err := tx.Exec(`UPDATE boot_epochs SET stopped_at = ?, clean_stop = 1 WHERE epoch = ?`, store.Now(), id)
 		return err
 	})

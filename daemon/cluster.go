@@ -54,6 +54,13 @@ func (d *Daemon) startCluster() {
 	d.stopListen = append(d.stopListen,
 		d.bus.Listen(cluster.ChannelSessions, d.wakeups.add),
 		d.bus.Listen(cluster.ChannelEvents, d.hub.remoteEvent))
+	// A wake-up committed by another daemon between the boot's Recover and
+	// the LISTEN above was not heard (Listen delivers what commits after it
+	// returned): an input admitted there, or an unknown resolved there, in
+	// a session this daemon took at boot would wait for a wake-up that
+	// never comes. One resync from the tables closes that window (found by
+	// the failover campaign: two inputs queued for minutes after a restart).
+	d.wakeups.add("")
 	go d.wakeLoop()
 	if d.db.Driver() == store.Postgres {
 		// Other daemons may have subscribers of this daemon's turns, and

@@ -187,6 +187,7 @@ func (d *Daemon) sessionCreate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	}
 	var id string
 	err := d.db.InTx(ctx, func(tx *store.Tx) (err error) {
+		tx.Label("session.create")
 		id, err = d.createSession(tx, p)
 		return err
 	})

@@ -41,6 +41,7 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	var old sessionRow
 	var settings store.SessionSettings
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("session.update")
 		s, err := getSession(tx, p.SessionID)
 		if err != nil {
 			return err

@@ -174,6 +174,7 @@ func (d *Daemon) authenticate(r *http.Request) (id identity, ok bool) {
 		return identity{}, false
 	}
 	if err := d.db.InTx(r.Context(), func(tx *store.Tx) error {
+		tx.Label("client.touch")
 		return store.TouchClient(tx, row.ClientID, store.Now())
 	}); err != nil {
 		d.log.Warn("paired client last_used_at not recorded", "client_id", row.ClientID, "err", err)
@@ -244,6 +245,7 @@ func (d *Daemon) pairingCode(ctx context.Context, c *rpc.Conn, p protocol.Pairin
 	now := time.Now()
 	expires := store.FormatTime(now.Add(ttl))
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("pairing.code")
 		// Expired codes are of no use: drop them as new ones are made.
 		if err := store.DeleteExpiredPairingCodes(tx, store.FormatTime(now)); err != nil {
 			return err
@@ -308,6 +310,7 @@ func (d *Daemon) pair(ctx context.Context, c *rpc.Conn, p protocol.PairParams) (
 	token := newToken()
 	out := protocol.PairResult{ClientID: "cli_" + uuid.Must(uuid.NewV7()).String(), Token: token}
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("pair")
 		now := store.Now()
 		// Single use: the code is claimed in the same statement that
 		// checks it, so two redemptions cannot both win.
@@ -367,6 +370,7 @@ func (d *Daemon) clientsRevoke(ctx context.Context, c *rpc.Conn, p protocol.Clie
 		return protocol.RevokeResult{}, err
 	}
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("client.revoke")
 		err := store.RevokeClient(tx, p.ClientID, store.Now())
 		if errors.Is(err, sql.ErrNoRows) {
 			return protocol.Errorf(protocol.ReasonNotFound, "no paired client %s (see clients.list)", p.ClientID)

@@ -156,6 +156,7 @@ func (j *journal) Transcript(ctx context.Context, t agent.Turn) ([]agent.Stored,
 
 func (j *journal) AssistantMessage(ctx context.Context, t agent.Turn, content string, calls []model.ToolCall) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("message.assistant")
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
@@ -181,6 +182,7 @@ func appendAssistant(tx *store.Tx, t agent.Turn, content string, calls []model.T
 
 func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEvent) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("tool.started")
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
@@ -197,6 +199,7 @@ func (j *journal) ToolStarted(ctx context.Context, t agent.Turn, ev agent.ToolEv
 // the result "was running", not "not run").
 func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEvent, proc tools.ProcessIdentity) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("tool.running")
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
@@ -209,6 +212,7 @@ func (j *journal) ToolRunning(ctx context.Context, t agent.Turn, ev agent.ToolEv
 
 func (j *journal) ToolCompleted(ctx context.Context, t agent.Turn, ev agent.ToolEvent) error {
 	return j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("tool.completed")
 		if err := j.fence(tx, t); err != nil {
 			return err
 		}
@@ -233,6 +237,7 @@ func (j *journal) Take(ctx context.Context, t agent.Turn) ([]agent.Stored, error
 	}
 	var out []agent.Stored
 	err = j.d.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("take_steers")
 		out = nil
 		if err := j.fence(tx, t); err != nil {
 			return err

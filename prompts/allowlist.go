@@ -93,6 +93,7 @@ func (m *Manager) SessionAllowed(ctx context.Context, sessionID string) ([]Allow
 // there (a typo, or revoked already).
 func (m *Manager) Revoke(ctx context.Context, sessionID, pattern string) error {
 	return m.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("allowlist.revoke")
 		var (
 			res sql.Result
 			err error

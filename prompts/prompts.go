@@ -290,6 +290,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		m.mu.Unlock()
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("prompt.open")
 		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.daemon, LeaseEpoch: a.LeaseEpoch}
 		if err := x.Check(tx); err != nil {
 			if errors.Is(err, admission.ErrFenced) {
@@ -324,6 +325,7 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	case <-timeout:
 		closed := false
 		err := m.db.InTx(context.Background(), func(tx *store.Tx) error {
+			tx.Label("prompt.timeout")
 			var got Prompt
 			err := tx.Get(&got, `UPDATE prompts SET status = 'closed', resolution = 'timed_out', closed_at = ?
 				WHERE prompt_id = ? AND status = 'open' RETURNING `+columns, store.Now(), p.PromptID)
@@ -393,6 +395,7 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	}
 	status := StatusResolved
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
+		tx.Label("prompt.answer")
 		x := p.Execution()
 		fence := x.Check(tx)
 		if p.Daemon != m.daemon {

@@ -18,6 +18,11 @@
 // commit order (SetEventSink, Tx.Notify, Listen), and map failures of the
 // environment to ErrUnavailable (Classify).
 //
+// A binary built with -tags faultinject crashes itself before or after the
+// Nth durable write transaction (SESSIOND_FAULT; fault.go, fault_on.go);
+// Tx.Label names each transaction for it. Without the tag the hooks are
+// empty (fault_off.go).
+//
 // It must not know about sessions' FIFOs, prompts or the wire: callers pass
 // SQL, or use the row functions of the tables no room above owns
 // (sessions.go: session rows; clients.go: pairing codes and paired

@@ -170,7 +170,12 @@ func (db *DB) migratePostgres(ctx context.Context) error {
 			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
 		}
 	}
-	return Classify(tx.Commit())
+	n := faultBefore("migrate")
+	if err := tx.Commit(); err != nil {
+		return Classify(err)
+	}
+	faultAfter(n, "migrate")
+	return nil
 }
 
 type migration struct {
@@ -207,7 +212,7 @@ func readMigrations(dir string) ([]migration, error) {
 // (40001) or deadlocked (40P01). The OnCommit hooks of an attempt that did
 // not commit are dropped. After COMMIT the hooks run in commit order (see
 // sequencer), so that the event sink sees a session's events in seq order.
-func (db *DB) inTxPostgres(ctx context.Context, fn func(*Tx) error) error {
+func (db *DB) inTxPostgres(ctx context.Context, caller string, fn func(*Tx) error) error {
 	var err error
 	for attempt := 0; attempt < pgMaxAttempts; attempt++ {
 		if attempt > 0 {
@@ -225,9 +230,9 @@ func (db *DB) inTxPostgres(ctx context.Context, fn func(*Tx) error) error {
 			db.reruns.Add(1)
 		}
 		if attempt == 0 {
-			retry, err = db.attemptPostgres(ctx, fn)
+			retry, err = db.attemptPostgres(ctx, caller, fn)
 		} else {
-			retry, err = db.retryPostgres(ctx, fn)
+			retry, err = db.retryPostgres(ctx, caller, fn)
 		}
 		if !retry {
 			return err
@@ -237,15 +242,15 @@ func (db *DB) inTxPostgres(ctx context.Context, fn func(*Tx) error) error {
 }
 
 // retryPostgres is attemptPostgres holding the retry lock.
-func (db *DB) retryPostgres(ctx context.Context, fn func(*Tx) error) (bool, error) {
+func (db *DB) retryPostgres(ctx context.Context, caller string, fn func(*Tx) error) (bool, error) {
 	db.pg.retry.Lock()
 	defer db.pg.retry.Unlock()
-	return db.attemptPostgres(ctx, fn)
+	return db.attemptPostgres(ctx, caller, fn)
 }
 
 // attemptPostgres runs fn once; retry says the attempt failed to serialize
 // and nothing of it was committed.
-func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bool, err error) {
+func (db *DB) attemptPostgres(ctx context.Context, caller string, fn func(*Tx) error) (retry bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -256,7 +261,7 @@ func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bo
 	if err != nil {
 		return false, Classify(fmt.Errorf("begin: %w", err))
 	}
-	t := &Tx{ctx: ctx, db: db, sink: db.sink, pg: sqltx}
+	t := &Tx{ctx: ctx, db: db, sink: db.sink, pg: sqltx, label: caller}
 	res := callTx(fn, t)
 	if res.err == nil && res.panicked == nil {
 		res.err = t.sendNotices()
@@ -272,6 +277,7 @@ func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bo
 		}
 		return false, Classify(res.err)
 	}
+	t.fault = faultBefore(t.label)
 	ticket := db.pg.seq.take()
 	err = sqltx.Commit()
 	if db.pg.afterCommit != nil {
@@ -285,6 +291,7 @@ func (db *DB) attemptPostgres(ctx context.Context, fn func(*Tx) error) (retry bo
 		}
 		return false, Classify(fmt.Errorf("commit: %w", err))
 	}
+	faultAfter(t.fault, t.label)
 	db.batches.Add(1)
 	db.txs.Add(1)
 	if db.opt.OnCommit != nil {

@@ -342,9 +342,11 @@ func (db *DB) migrate(ctx context.Context) error {
 			tx.Rollback()
 			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
 		}
+		n := faultBefore("migrate")
 		if err := tx.Commit(); err != nil {
 			return Classify(fmt.Errorf("migration %s: %w", m.name, err))
 		}
+		faultAfter(n, "migrate")
 	}
 	return nil
 }
@@ -446,6 +448,11 @@ type Tx struct {
 	pg      *sqlx.Tx
 	retry   bool
 	notices []notice
+	// label names the transaction (Label; else the caller of InTx) and
+	// fault is its number among the process's write transactions, for
+	// fault injection (fault.go).
+	label string
+	fault int64
 }
 
 // Context is the context of the InTx call.
@@ -458,10 +465,11 @@ func (t *Tx) Context() context.Context { return t.ctx }
 func (t *Tx) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 
 type txRequest struct {
-	ctx   context.Context
-	fn    func(*Tx) error
-	state atomic.Int32 // 0 pending, 1 running, 2 abandoned
-	done  chan txResult
+	ctx    context.Context
+	fn     func(*Tx) error
+	caller string       // the caller of InTx, under -tags faultinject (fault.go)
+	state  atomic.Int32 // 0 pending, 1 running, 2 abandoned
+	done   chan txResult
 }
 
 type txResult struct {
@@ -493,10 +501,11 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
+	caller := faultCaller()
 	if db.pg != nil {
-		return db.inTxPostgres(ctx, fn)
+		return db.inTxPostgres(ctx, caller, fn)
 	}
-	req := &txRequest{ctx: ctx, fn: fn, done: make(chan txResult, 1)}
+	req := &txRequest{ctx: ctx, fn: fn, caller: caller, done: make(chan txResult, 1)}
 	if db.beforeQueue != nil {
 		db.beforeQueue()
 	}
@@ -597,8 +606,9 @@ func (db *DB) runBatch(batch []*txRequest) {
 	}
 	results := make([]txResult, len(live))
 	hooks := make([][]func(), len(live))
+	txs := make([]*Tx, len(live)) // the transactions that will commit
 	for i, r := range live {
-		t := &Tx{ctx: r.ctx, db: db, sink: db.sink}
+		t := &Tx{ctx: r.ctx, db: db, sink: db.sink, label: r.caller}
 		if _, err := t.Exec("SAVEPOINT sp"); err != nil {
 			rollback()
 			failAll(Classify(fmt.Errorf("savepoint: %w", err)))
@@ -612,6 +622,8 @@ func (db *DB) runBatch(batch []*txRequest) {
 				return
 			}
 			hooks[i] = t.onCommit
+			t.fault = faultBefore(t.label)
+			txs[i] = t
 			continue
 		}
 		res.err = Classify(res.err)
@@ -647,6 +659,11 @@ func (db *DB) runBatch(batch []*txRequest) {
 			}
 		}
 		return
+	}
+	for _, t := range txs {
+		if t != nil {
+			faultAfter(t.fault, t.label)
+		}
 	}
 	db.batches.Add(1)
 	db.txs.Add(int64(len(live)))
@@ -742,7 +759,14 @@ func (db *DB) ExecReserved(ctx context.Context, query string, args ...any) (sql.
 		return nil, ErrClosed
 	}
 	if db.pg != nil {
+		// One autocommit statement: "before" its commit is before it is
+		// sent (fault.go).
+		label := faultCaller()
+		n := faultBefore(label)
 		res, err := db.pg.reserved.ExecContext(ctx, db.rebind(query), args...)
+		if err == nil {
+			faultAfter(n, label)
+		}
 		return res, Classify(err)
 	}
 	var res sql.Result
