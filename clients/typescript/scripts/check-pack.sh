@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The package as a plugin author gets it: npm pack, install the tarball in an
-# empty directory (the exact versions of package-lock.json, --prefer-offline:
+# empty directory (and the repository from a git URL in another) (the exact versions of package-lock.json, --prefer-offline:
 # from the npm cache `npm ci` filled where it can, so the check is
 # deterministic), compile README.md's quick start against it with tsc and
 # run it against the real daemon (bin/sessiond, or $SESSIOND_BIN) with the
@@ -25,18 +25,45 @@ grep -qx 'package/dist/index.js' "$work/contents" || { echo "check-pack: $tarbal
 tsver=$(node -p 'require("./package-lock.json").packages["node_modules/typescript"].version')
 nodever=$(node -p 'require("./package-lock.json").packages["node_modules/@types/node"].version')
 
-app="$work/app"
-mkdir "$app"
-cd "$app"
-printf '{"name":"quickstart","private":true,"type":"module"}\n' > package.json
-npm install --prefer-offline --no-audit --no-fund --silent "$work/$tarball" "typescript@$tsver" "@types/node@$nodever"
-# The quick start is README.md's block between the quickstart markers.
-awk '/<!-- quickstart:begin -->/{on=1;next} /<!-- quickstart:end -->/{on=0} on' "$here/README.md" | sed '/^```/d' > quickstart.ts
-[ -s quickstart.ts ] || { echo "check-pack: no quick start in README.md" >&2; exit 1; }
-cat > tsconfig.json <<'JSON'
+# install_app DIR SPEC: an empty project in DIR with the package installed
+# from SPEC and the README quick start compiled against it.
+install_app() {
+  local app=$1 spec=$2
+  mkdir "$app"
+  (
+    cd "$app"
+    printf '{"name":"quickstart","private":true,"type":"module"}\n' > package.json
+    npm install --prefer-offline --no-audit --no-fund --silent "$spec" "typescript@$tsver" "@types/node@$nodever"
+    # The quick start is README.md's block between the quickstart markers.
+    awk '/<!-- quickstart:begin -->/{on=1;next} /<!-- quickstart:end -->/{on=0} on' "$here/README.md" | sed '/^```/d' > quickstart.ts
+    [ -s quickstart.ts ] || { echo "check-pack: no quick start in README.md" >&2; exit 1; }
+    cat > tsconfig.json <<'JSON'
 {"compilerOptions": {"target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "strict": true, "types": ["node"]}, "files": ["quickstart.ts"]}
 JSON
-npx --no-install tsc -p .
+    npx --no-install tsc -p .
+  )
+}
+
+# run_app DIR: the compiled quick start against the daemon; it must print
+# the turn's reply.
+run_app() {
+  local out
+  out=$(cd "$work" && mkdir -p ws && cd ws && timeout 60 node "$1/quickstart.js")
+  echo "$out"
+  grep -q 'completed: You said: hello' <<<"$out" || { echo "check-pack: the quick start installed in $1 did not print the turn's reply" >&2; exit 1; }
+}
+
+install_app "$work/app" "$work/$tarball"
+# From a git URL: npm clones the repository, runs the root package.json's
+# prepare (which builds clients/typescript) and packs the root's "files".
+# It installs the commit at HEAD (CI's clone is clean; locally, uncommitted
+# changes are not in it).
+if git -C "$root" rev-parse --verify -q HEAD >/dev/null; then
+  install_app "$work/app-git" "git+file://$root#$(git -C "$root" rev-parse HEAD)"
+  [ -f "$work/app-git/node_modules/@sessiond/client/clients/typescript/dist/index.d.ts" ] ||
+    { echo "check-pack: the git URL install has no dist/index.d.ts (the root package.json's prepare builds it)" >&2; exit 1; }
+  via_git=1
+fi
 
 # A daemon with the fake model, on a fresh home.
 "$fakemodel" --listen 127.0.0.1:0 --quiet > "$work/model.out" 2>&1 &
@@ -50,7 +77,6 @@ printf 'model: {provider: openai, default: fake-model, base_url: "%s"}\n' "$url"
 pids+=($!)
 for _ in $(seq 1500); do [ -s "$SESSIOND_HOME/daemon.json" ] && break; sleep 0.02; done
 [ -s "$SESSIOND_HOME/daemon.json" ] || { echo "check-pack: the daemon did not start:" >&2; cat "$work/daemon.err" >&2; exit 1; }
-out=$(cd "$work" && mkdir -p ws && cd ws && timeout 60 node "$app/quickstart.js")
-echo "$out"
-grep -q 'completed: You said: hello' <<<"$out" || { echo "check-pack: the quick start did not print the turn's reply" >&2; exit 1; }
-echo "check-pack: ok ($tarball installed from the tarball, README quick start compiled and run)"
+run_app "$work/app"
+if [ -n "${via_git:-}" ]; then run_app "$work/app-git"; fi
+echo "check-pack: ok ($tarball installed from the tarball${via_git:+, and the package from a git URL}; README quick start compiled and run)"
