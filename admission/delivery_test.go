@@ -242,3 +242,30 @@ func TestForkKeepsTheSessionsSettings(t *testing.T) {
 		t.Fatalf("the fork's settings differ from its source's: %+v", got)
 	}
 }
+
+// TestForkThroughACancelledAdmissionIsRefused: an admission cancelled
+// while queued never ran, so it has no turn to fork through. Fork used to
+// answer with a new session holding an empty transcript (the cut was the
+// admission's own rows, none), silently dropping the turns that ran before
+// it; it must refuse with ErrNoTurn and create nothing.
+func TestForkThroughACancelledAdmissionIsRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.session("src")
+	e.admit("src", "one", "one")
+	one := e.claim("src")
+	if _, err := e.q.Settle(ctx, one, admission.OutcomeCompleted, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := e.admit("src", "two", "two")
+	if _, err := e.q.Cancel(ctx, "src", c.AdmissionID); err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.q.Fork(ctx, admission.ForkRequest{SessionID: "src", Through: c.AdmissionID})
+	if !errors.Is(err, admission.ErrNoTurn) {
+		t.Fatalf("fork through a cancelled admission: session %q (%d messages), err %v; want ErrNoTurn", id, len(e.messages(id)), err)
+	}
+	if n := e.count(`SELECT count(*) FROM sessions`); n != 1 {
+		t.Fatalf("%d sessions after a refused fork, want the source only", n)
+	}
+}
