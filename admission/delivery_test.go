@@ -269,3 +269,49 @@ func TestForkThroughACancelledAdmissionIsRefused(t *testing.T) {
 		t.Fatalf("%d sessions after a refused fork, want the source only", n)
 	}
 }
+
+// TestSteerIsNotTakenIntoATurnAskedToStop: once a when_busy interrupt (or
+// session.interrupt on another daemon) has durably asked the running turn
+// to stop, that turn is condemned: a steer submitted meanwhile must not be
+// taken into it at its next model request (it would settle interrupted
+// with it and never be answered); it stays queued and runs after the
+// interrupting input.
+func TestSteerIsNotTakenIntoATurnAskedToStop(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.session("s")
+	e.admit("s", "turn", "turn")
+	host := e.claim("s")
+	res, err := e.q.AdmitWith(ctx, admission.AdmitRequest{SessionID: "s", InputID: "stop", Text: "stop", WhenBusy: protocol.WhenBusyInterrupt}, nil)
+	if err != nil || res.Interrupt != host.Generation() {
+		t.Fatalf("interrupt admit %+v: %v", res, err)
+	}
+	st, err := e.q.Admit(ctx, admission.AdmitRequest{SessionID: "s", InputID: "steer", Text: "also this", WhenBusy: protocol.WhenBusySteer}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The turn reaches a model request boundary before the interrupt
+	// reached it.
+	var taken []admission.Admission
+	if err := e.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := host.Execution().Check(tx); err != nil {
+			return err
+		}
+		taken, _, err = admission.TakeSteers(tx, host.Execution())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(taken) != 0 {
+		t.Fatalf("the steer was taken into the turn asked to stop: %+v", taken)
+	}
+	if _, err := e.q.Settle(ctx, host, admission.OutcomeInterrupted, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if row := e.mustRow(st.AdmissionID); row.Status != admission.StatusQueued {
+		t.Fatalf("steer after the interrupted turn: %s/%s, want queued", row.Status, row.Outcome.String)
+	}
+	if c := e.claim("s"); c.AdmissionID != res.Receipt.AdmissionID {
+		t.Fatalf("claimed %s after the interrupt, want the interrupting input", c.InputID)
+	}
+}
