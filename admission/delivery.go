@@ -266,8 +266,21 @@ func SteersWaiting(q store.Queryer, sessionID string) (bool, error) {
 // x.AdmissionID, its text is appended to the transcript as a user message
 // (admission_id: the steer's), and admission.updated and
 // message.completed events are appended. It returns the steers in queue
-// order with their messages; none when nothing waits.
+// order with their messages; none when nothing waits, or when the turn was
+// asked to stop (sessions.interrupt_generation is x's generation).
 func TakeSteers(tx *store.Tx, x Execution) ([]Admission, []store.Message, error) {
+	// A turn that was durably asked to stop (a when_busy interrupt, or
+	// session.interrupt from another daemon: sessions.interrupt_generation)
+	// is condemned: a steer taken into it now would settle interrupted
+	// with it, unanswered. It stays queued and runs after the turn.
+	var stopping int
+	if err := tx.Get(&stopping, `SELECT count(*) FROM sessions WHERE session_id = ? AND interrupt_generation = ?`,
+		x.SessionID, x.Generation); err != nil {
+		return nil, nil, err
+	}
+	if stopping > 0 {
+		return nil, nil, nil
+	}
 	var taken []Admission
 	if err := tx.Select(&taken, `UPDATE session_admissions
 		SET status = 'started', execution_generation = ?, owner_epoch = ?, started_at = ?, steered_into = ?

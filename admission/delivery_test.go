@@ -242,3 +242,76 @@ func TestForkKeepsTheSessionsSettings(t *testing.T) {
 		t.Fatalf("the fork's settings differ from its source's: %+v", got)
 	}
 }
+
+// TestForkThroughACancelledAdmissionIsRefused: an admission cancelled
+// while queued never ran, so it has no turn to fork through. Fork used to
+// answer with a new session holding an empty transcript (the cut was the
+// admission's own rows, none), silently dropping the turns that ran before
+// it; it must refuse with ErrNoTurn and create nothing.
+func TestForkThroughACancelledAdmissionIsRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.session("src")
+	e.admit("src", "one", "one")
+	one := e.claim("src")
+	if _, err := e.q.Settle(ctx, one, admission.OutcomeCompleted, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := e.admit("src", "two", "two")
+	if _, err := e.q.Cancel(ctx, "src", c.AdmissionID); err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.q.Fork(ctx, admission.ForkRequest{SessionID: "src", Through: c.AdmissionID})
+	if !errors.Is(err, admission.ErrNoTurn) {
+		t.Fatalf("fork through a cancelled admission: session %q (%d messages), err %v; want ErrNoTurn", id, len(e.messages(id)), err)
+	}
+	if n := e.count(`SELECT count(*) FROM sessions`); n != 1 {
+		t.Fatalf("%d sessions after a refused fork, want the source only", n)
+	}
+}
+
+// TestSteerIsNotTakenIntoATurnAskedToStop: once a when_busy interrupt (or
+// session.interrupt on another daemon) has durably asked the running turn
+// to stop, that turn is condemned: a steer submitted meanwhile must not be
+// taken into it at its next model request (it would settle interrupted
+// with it and never be answered); it stays queued and runs after the
+// interrupting input.
+func TestSteerIsNotTakenIntoATurnAskedToStop(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.session("s")
+	e.admit("s", "turn", "turn")
+	host := e.claim("s")
+	res, err := e.q.AdmitWith(ctx, admission.AdmitRequest{SessionID: "s", InputID: "stop", Text: "stop", WhenBusy: protocol.WhenBusyInterrupt}, nil)
+	if err != nil || res.Interrupt != host.Generation() {
+		t.Fatalf("interrupt admit %+v: %v", res, err)
+	}
+	st, err := e.q.Admit(ctx, admission.AdmitRequest{SessionID: "s", InputID: "steer", Text: "also this", WhenBusy: protocol.WhenBusySteer}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The turn reaches a model request boundary before the interrupt
+	// reached it.
+	var taken []admission.Admission
+	if err := e.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := host.Execution().Check(tx); err != nil {
+			return err
+		}
+		taken, _, err = admission.TakeSteers(tx, host.Execution())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(taken) != 0 {
+		t.Fatalf("the steer was taken into the turn asked to stop: %+v", taken)
+	}
+	if _, err := e.q.Settle(ctx, host, admission.OutcomeInterrupted, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if row := e.mustRow(st.AdmissionID); row.Status != admission.StatusQueued {
+		t.Fatalf("steer after the interrupted turn: %s/%s, want queued", row.Status, row.Outcome.String)
+	}
+	if c := e.claim("s"); c.AdmissionID != res.Receipt.AdmissionID {
+		t.Fatalf("claimed %s after the interrupt, want the interrupting input", c.InputID)
+	}
+}

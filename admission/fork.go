@@ -16,6 +16,11 @@ import (
 // (wire reason not_terminal).
 var ErrNotTerminal = errors.New("admission is not terminal")
 
+// ErrNoTurn: session.fork through a terminal admission that never ran (it
+// was cancelled while queued), so it has no turn to fork through (wire
+// reason invalid_params).
+var ErrNoTurn = errors.New("admission never ran")
+
 // ForkRequest is what session.fork asks: a copy of SessionID through the
 // turn of Through ("" for every terminal admission). Label is the
 // cluster.label the new session is pinned to ("" for none), as at
@@ -43,6 +48,7 @@ type ForkRequest struct {
 //
 // Errors: ErrSessionNotFound, ErrNotFound (Through is not an admission of
 // the session), ErrNotTerminal (Through is queued, started or unknown),
+// ErrNoTurn (Through never ran: it was cancelled while queued),
 // store.ErrUnavailable.
 func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 	var id string
@@ -74,6 +80,14 @@ func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 				(SELECT admission_id FROM session_admissions WHERE target_session_id = ? AND (admission_id = ? OR steered_into = ?))`,
 				req.SessionID, req.SessionID, host, host); err != nil {
 				return err
+			}
+			if !cut.Valid {
+				// Only an admission cancelled while queued is terminal
+				// without rows of its own (a claim writes the user
+				// message): "through" it names no turn, and an empty
+				// fork would silently drop the turns before it.
+				return fmt.Errorf("%w: admission %s ended %s without running; fork through an admission that ran, or without through_admission_id",
+					ErrNoTurn, a.AdmissionID, a.Outcome.String)
 			}
 		} else {
 			if err := tx.Get(&cut, `SELECT MAX(id) FROM messages WHERE session_id = ?`, req.SessionID); err != nil {

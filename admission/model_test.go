@@ -50,6 +50,10 @@ type mSess struct {
 	nextSeq    int64
 	events     int64
 	claimCount int
+	// interruptGen is sessions.interrupt_generation: the generation a
+	// when_busy interrupt asked to stop (0: none); that turn takes no
+	// steers.
+	interruptGen int64
 }
 
 type model struct {
@@ -362,6 +366,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		if res.Interrupt != wantInterrupt {
 			m.fatalf("admit asked to interrupt generation %d, want %d", res.Interrupt, wantInterrupt)
 		}
+		if wantInterrupt != 0 {
+			s.interruptGen = wantInterrupt
+		}
 		if m.byID[a.id] != nil {
 			m.fatalf("admission id %s reused", a.id)
 		}
@@ -520,7 +527,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		var want []*mAdm
 		rest := s.queue[:0:0]
 		for _, a := range s.queue {
-			if a.delivery == protocol.DeliverySteer {
+			if a.delivery == protocol.DeliverySteer && s.interruptGen != host.gen {
 				want = append(want, a)
 			} else {
 				rest = append(rest, a)

@@ -105,6 +105,7 @@ func wireErr(err error) error {
 		{admission.ErrSessionBusy, protocol.ReasonSessionBusy},
 		{admission.ErrQueueFull, protocol.ReasonOverloaded},
 		{admission.ErrNotTerminal, protocol.ReasonNotTerminal},
+		{admission.ErrNoTurn, protocol.ReasonInvalidParams},
 		{prompts.ErrInvalidAnswer, protocol.ReasonInvalidParams},
 		{store.ErrUnavailable, protocol.ReasonStorageUnavailable},
 	}

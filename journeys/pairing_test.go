@@ -336,6 +336,9 @@ func TestPairingScopesRevocationAndCodes(t *testing.T) {
 		{"session.delete", map[string]any{"session_id": s}},
 		{"session.create", map[string]any{"cwd": t.TempDir()}},
 		{"clients.list", map[string]any{}},
+		{"prompt.update", map[string]any{"session_id": s, "admission_id": "adm_x", "text": "x"}},
+		{"prompt.move", map[string]any{"session_id": s, "admission_id": "adm_x"}},
+		{"session.fork", map[string]any{"session_id": s}},
 	} {
 		wantRefused(t, "read-only "+call.method, viewer.Call(ctxT(t), call.method, call.params, nil), "forbidden")
 	}
@@ -351,6 +354,14 @@ func TestPairingScopesRevocationAndCodes(t *testing.T) {
 	wantRefused(t, "scoped resume of another session", scoped.Call(ctxT(t), "session.resume", map[string]any{"session_id": other}, nil), "not_found")
 	wantRefused(t, "scoped submit to another session", scoped.Call(ctxT(t), "prompt.submit", map[string]any{"session_id": other, "input_id": "t-0", "text": "x"}, nil), "not_found")
 	wantRefused(t, "scoped create", scoped.Call(ctxT(t), "session.create", map[string]any{"cwd": t.TempDir()}, nil), "forbidden")
+	// Input delivery (issue 25): another session's queue is out of reach,
+	// and a fork, even of its own session, creates a session beyond it.
+	wantRefused(t, "scoped update in another session", scoped.Call(ctxT(t), "prompt.update",
+		map[string]any{"session_id": other, "admission_id": "adm_x", "text": "x"}, nil), "not_found")
+	wantRefused(t, "scoped move in another session", scoped.Call(ctxT(t), "prompt.move",
+		map[string]any{"session_id": other, "admission_id": "adm_x"}, nil), "not_found")
+	wantRefused(t, "scoped fork of another session", scoped.Call(ctxT(t), "session.fork", map[string]any{"session_id": other}, nil), "not_found")
+	wantRefused(t, "scoped fork of its session", scoped.Call(ctxT(t), "session.fork", map[string]any{"session_id": s}, nil), "forbidden")
 	var list struct {
 		Sessions []struct {
 			SessionID string `json:"session_id"`

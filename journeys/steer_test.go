@@ -405,6 +405,14 @@ func TestForkThenBothContinue(t *testing.T) {
 	wantReason(t, err, -32000, "not_found")
 	err = c.Call(ctxT(t), "session.fork", map[string]any{"session_id": "ses_nope"}, nil)
 	wantReason(t, err, -32000, "not_found")
+	// Through an input cancelled while queued: it never ran, so it has no
+	// turn to fork through (an empty fork would drop the turns before it).
+	cx := stMustSubmit(t, c, s.SessionID, "cx", "never mind", "")
+	if err := c.Call(ctxT(t), "prompt.cancel", map[string]any{"session_id": s.SessionID, "admission_id": cx.AdmissionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Call(ctxT(t), "session.fork", map[string]any{"session_id": s.SessionID, "through_admission_id": cx.AdmissionID}, nil)
+	wantReason(t, err, -32602, "invalid_params")
 	var f struct {
 		SessionID string `json:"session_id"`
 	}
