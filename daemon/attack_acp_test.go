@@ -75,3 +75,45 @@ func TestAttackACPSessionClientCannotLoosenApprovals(t *testing.T) {
 		t.Errorf("daemon-wide paired client's approval_mode off: %v", err)
 	}
 }
+
+// TestAttackACPDeleteDropsAQueuedInput: with limits.max_concurrent_turns
+// reached, an editor's prompt waits queued in session B (acknowledged: it
+// has its receipt, and the bridge or session.turn waits for its turn);
+// another client deletes B. session.delete refused only a started or
+// unknown admission, so it removed B with the queued input: the input was
+// lost without an outcome, and its submitter, subscribed to B, waited for
+// an event that never comes (the bridge's session/prompt never answered).
+// What should hold: session_busy while an input is queued; once it is
+// withdrawn (prompt.cancel) the delete passes.
+func TestAttackACPDeleteDropsAQueuedInput(t *testing.T) {
+	d := startTest(t, "limits: {max_concurrent_turns: 1}\n")
+	ctx := context.Background()
+	c := fixtures.Dial(t, d.desc.URL, d.token)
+	var a, b protocol.Snapshot
+	for _, s := range []*protocol.Snapshot{&a, &b} {
+		if err := c.Call(ctx, protocol.MethodSessionCreate, map[string]any{"cwd": t.TempDir()}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit(t, c, a.SessionID, "a-1", "hold the only turn slot")
+	c.WaitEvent(t, scopeWait, func(ev fixtures.Event) bool { return ev.SessionID == a.SessionID && ev.Type == "turn.started" })
+	r := submit(t, c, b.SessionID, "b-1", "wait for a slot")
+	if r.Status != "queued" {
+		t.Fatalf("b-1 is %s, want queued behind max_concurrent_turns", r.Status)
+	}
+	err := c.Call(ctx, protocol.MethodSessionDelete, map[string]any{"session_id": b.SessionID}, nil)
+	var re *fixtures.RPCError
+	if !errors.As(err, &re) || re.Reason() != string(protocol.ReasonSessionBusy) {
+		t.Errorf("session.delete with a queued input: %v; want session_busy", err)
+	}
+	var receipt protocol.Receipt
+	if err := c.Call(ctx, protocol.MethodPromptCancel, map[string]any{"session_id": b.SessionID, "admission_id": r.AdmissionID}, &receipt); err != nil {
+		t.Fatalf("prompt.cancel of the queued input after the delete: %v (the acknowledged input is gone)", err)
+	}
+	if receipt.Outcome == nil || *receipt.Outcome != "cancelled" {
+		t.Errorf("the withdrawn input: %+v, want outcome cancelled", receipt)
+	}
+	if err := c.Call(ctx, protocol.MethodSessionDelete, map[string]any{"session_id": b.SessionID}, nil); err != nil {
+		t.Errorf("session.delete once the queued input is withdrawn: %v", err)
+	}
+}

@@ -208,7 +208,8 @@ func (b *bridge) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 }
 
 // deleteSession is ACP's session/delete: session.delete in the daemon
-// (refused with session_busy while a turn runs, unknown_execution while a
+// (refused with session_busy while a turn runs or an input is queued,
+// unknown_execution while a
 // crash's turn holds the session).
 func (b *bridge) deleteSession(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
