@@ -196,7 +196,13 @@ func (f *frames) frame(line []byte) (out []byte, ok bool) {
 				RequestID json.RawMessage `json:"requestId"`
 			}
 			if json.Unmarshal(m.Params, &p) == nil && len(p.RequestID) > 0 {
-				f.b.cancelRequest(idKey(p.RequestID))
+				key := idKey(p.RequestID)
+				f.mu.Lock()
+				inflight := f.inflight[key]
+				f.mu.Unlock()
+				if inflight { // answered long ago, or never sent: nothing to cancel
+					f.b.cancelRequest(key)
+				}
 			}
 		}
 		return line, true
@@ -270,11 +276,15 @@ func (f *frames) sent(b []byte) {
 	}
 	key := idKey(*m.ID)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inflight[key] {
+	answered := f.inflight[key]
+	if answered {
 		delete(f.inflight, key)
 		close(f.changed)
 		f.changed = make(chan struct{})
+	}
+	f.mu.Unlock()
+	if answered {
+		f.b.forgetRequest(key)
 	}
 }
 

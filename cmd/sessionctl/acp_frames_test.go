@@ -86,3 +86,31 @@ func TestACPPromptFrameRewrittenPastTheSDKLimit(t *testing.T) {
 		t.Errorf("the prompt was neither passed on nor answered: stdout %.300q", answered)
 	}
 }
+
+// TestACPCancelRequestOfNonPromptsIsForgotten: $/cancel_request of a
+// request that is not a prompt (session/list, session/load), of one long
+// answered or of an id never sent was kept in the bridge's map of
+// "prompts cancelled before they registered" for the bridge's lifetime: an
+// editor cancelling its requests grew it without bound. What should hold:
+// an id not in flight is ignored, and the entry goes when its request is
+// answered.
+func TestACPCancelRequestOfNonPromptsIsForgotten(t *testing.T) {
+	out := &syncBuffer{}
+	b := newBridge(&app{}, nil, 0)
+	f := newFrames(b, out)
+	pending := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.cancelledReqs)
+	}
+	f.frame([]byte(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":41}}`))
+	if n := pending(); n != 0 {
+		t.Errorf("$/cancel_request of an id never sent left %d entries", n)
+	}
+	f.frame([]byte(`{"jsonrpc":"2.0","id":42,"method":"session/list","params":{}}`))
+	f.frame([]byte(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":42}}`))
+	f.out.Write([]byte(`{"jsonrpc":"2.0","id":42,"error":{"code":-32800,"message":"Request cancelled"}}` + "\n"))
+	if n := pending(); n != 0 {
+		t.Errorf("$/cancel_request of session/list, answered since, left %d entries", n)
+	}
+}

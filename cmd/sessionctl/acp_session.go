@@ -330,6 +330,15 @@ func (b *bridge) cancelRequest(key string) {
 	}
 }
 
+// forgetRequest drops what $/cancel_request recorded of the editor's
+// request key once the request is answered (it was not a prompt, or its
+// prompt never registered).
+func (b *bridge) forgetRequest(key string) {
+	b.mu.Lock()
+	delete(b.cancelledReqs, key)
+	b.mu.Unlock()
+}
+
 // mcpMeta is the _meta saying the editor's MCP servers are not connected.
 func (b *bridge) mcpMeta(n int) map[string]any {
 	if n == 0 {
