@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/sessiond/sessiond/fixtures"
@@ -115,5 +118,64 @@ func TestAttackACPDeleteDropsAQueuedInput(t *testing.T) {
 	}
 	if err := c.Call(ctx, protocol.MethodSessionDelete, map[string]any{"session_id": b.SessionID}, nil); err != nil {
 		t.Errorf("session.delete once the queued input is withdrawn: %v", err)
+	}
+}
+
+// TestAttackACPSandboxWidenedThroughRoots: session.update's sandbox tries
+// to widen the writable roots through every field combination: "/", a ".."
+// out of the configured root, a symlink inside it that points outside
+// (with a missing path beneath it, or dangling), a relative path, and a
+// narrower mode carrying a wider root. Found: root/escape/deeper (escape
+// → outside, deeper missing) and root/dangling were accepted, because
+// sandbox.RealPath resolved symlinks only of a path that exists; the
+// session then showed a writable root "inside" the configured one that
+// is outside it, and every later command failed with a misleading
+// "symlink now stands in its path" (the helper's RESOLVE_NO_SYMLINKS held
+// the line). What should hold: each is invalid_params and the session's
+// sandbox stays as it was; a root inside the configured one narrows.
+func TestAttackACPSandboxWidenedThroughRoots(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "not-yet"), filepath.Join(root, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startTest(t, fmt.Sprintf("sandbox: {mode: workspace-write, network: false, writable_roots: [%q]}\n", root))
+	sid := mustSession(t, d)
+	before, err := d.snapshot(sid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range []map[string]any{
+		{"writable_roots": []string{"/"}},
+		{"writable_roots": []string{root + "/../" + filepath.Base(outside)}},
+		{"writable_roots": []string{filepath.Join(root, "escape")}},
+		{"writable_roots": []string{filepath.Join(root, "escape", "deeper")}},
+		{"writable_roots": []string{filepath.Join(root, "dangling")}},
+		{"writable_roots": []string{filepath.Join(root, "dangling", "deeper")}},
+		{"writable_roots": []string{"sub"}},
+		{"mode": "read-only", "writable_roots": []string{"/"}},
+		{"mode": "workspace-write", "network": true},
+		{"writable_roots": []string{filepath.Join(root, "sub"), "/etc"}},
+	} {
+		res, err := call(t, d.sessionUpdate, map[string]any{"session_id": sid, "sandbox": sb})
+		if err == nil {
+			t.Logf("sandbox %v accepted: %+v", sb, res)
+		}
+		wantWire(t, err, protocol.ReasonInvalidParams)
+		after, err := d.snapshot(sid, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(after.Sandbox) != fmt.Sprint(before.Sandbox) {
+			t.Errorf("sandbox %v changed the session's sandbox from %+v to %+v", sb, before.Sandbox, after.Sandbox)
+		}
+	}
+	if _, err := call(t, d.sessionUpdate, map[string]any{"session_id": sid, "sandbox": map[string]any{"writable_roots": []string{filepath.Join(root, "sub")}}}); err != nil {
+		t.Errorf("narrowing to a root inside the configured one: %v", err)
 	}
 }
