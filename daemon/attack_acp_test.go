@@ -71,6 +71,14 @@ func TestAttackACPSessionClientCannotLoosenApprovals(t *testing.T) {
 	if err := update(scoped, "manual"); err != nil {
 		t.Errorf("session-scoped tightening off → manual: %v", err)
 	}
+	// A read-only client changes no setting, not even to tighten one.
+	ro := dialPaired(t, d, map[string]any{"label": "viewer", "session_id": sid, "read_only": true})
+	for _, p := range []map[string]any{{"approval_mode": "strict"}, {"model": "other-model"}, {"sandbox": map[string]any{"mode": "read-only"}}} {
+		p["session_id"] = sid
+		if err := ro.Call(ctx, protocol.MethodSessionUpdate, p, nil); !forbidden(err) {
+			t.Errorf("read-only client's session.update %v: %v; want forbidden", p, err)
+		}
+	}
 	// A daemon-wide paired client is a full write client: it may, as the
 	// owner may (it can answer "always" too).
 	wide := dialPaired(t, d, map[string]any{"label": "laptop"})

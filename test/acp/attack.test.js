@@ -74,3 +74,22 @@ T("an oversized frame is refused by its id and the bridge goes on serving", asyn
     await e.close();
   }
 });
+
+T("two editors on one session: one deletes it, the other's resume, load, prompt and set_config_option get not_found; deleting it again too", async () => {
+  const other = new Editor(daemon.home);
+  try {
+    await other.initialize();
+    const s = await newSession();
+    await other.request(methods.agent.session.resume, { sessionId: s, cwd: ws, mcpServers: [] });
+    await editor.request("session/delete", { sessionId: s });
+    const notFound = (err) => { assert.equal(err.data?.reason, "not_found", err.message); return true; };
+    await assert.rejects(other.request(methods.agent.session.resume, { sessionId: s, cwd: ws, mcpServers: [] }), notFound);
+    await assert.rejects(other.request(methods.agent.session.load, { sessionId: s, cwd: ws, mcpServers: [] }), notFound);
+    await assert.rejects(other.prompt(s, "to a deleted session"), notFound);
+    await assert.rejects(other.request(methods.agent.session.setConfigOption, { sessionId: s, configId: "mode", value: "strict" }), notFound);
+    await assert.rejects(other.request("session/delete", { sessionId: s }), notFound);
+    assert.ok(!model.inputs().includes("to a deleted session"));
+  } finally {
+    await other.close();
+  }
+});
