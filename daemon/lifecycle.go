@@ -47,6 +47,13 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 			return err
 		}
 		old = s
+		if m := p.ApprovalMode; m != nil && identOf(c).SessionID != "" && approvalStrictness(*m) < approvalStrictness(d.approvalMode(s)) {
+			// Fewer questions than the owner's mode asks is a widening,
+			// like answering "always": beyond a session-scoped client.
+			return protocol.Errorf(protocol.ReasonForbidden,
+				"a client paired for one session cannot loosen its approvals mode (%s → %s): only the owner can; tighten it or leave it",
+				d.approvalMode(s), *m).With("session_id", p.SessionID)
+		}
 		if p.Title != nil {
 			if err := store.RenameSession(tx, p.SessionID, *p.Title); err != nil {
 				return err
@@ -93,6 +100,18 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	}
 	d.audit().Info(msg, attrs...)
 	return d.sessionSummary(ctx, p.SessionID)
+}
+
+// approvalStrictness orders the approvals modes by how much they ask:
+// off (nothing) < manual (dangerous commands) < strict (every command).
+func approvalStrictness(mode string) int {
+	switch mode {
+	case "off":
+		return 0
+	case "manual":
+		return 1
+	}
+	return 2
 }
 
 // sessionSummary is the session.list row of one session.

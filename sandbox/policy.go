@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,15 +151,33 @@ func (p Policy) String() string {
 	return s
 }
 
-// RealPath returns p (absolute) cleaned and, when it exists, with every
-// symlink resolved (filepath.EvalSymlinks). The sandbox stores real paths
-// for the cwd and the writable roots, and its helper refuses a command
-// when a symlink stands in one of them later (see ErrSymlinkSwapped).
-func RealPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
+// RealPath returns p (absolute) cleaned and with every symlink resolved
+// (filepath.EvalSymlinks): when p does not exist, those of its deepest
+// existing ancestor, with the missing rest appended (so /ws/link/new, link
+// pointing to /elsewhere, is /elsewhere/new, not a path inside /ws); a
+// dangling symlink on the way is followed to its target. The sandbox
+// stores real paths for the cwd and the writable roots, and its helper
+// refuses a command when a symlink stands in one of them later (see
+// ErrSymlinkSwapped).
+func RealPath(p string) string { return realPath(filepath.Clean(p), 0) }
+
+func realPath(p string, links int) string {
+	for dir, rest := p, ""; ; dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 && links < 40 {
+			if t, err := os.Readlink(dir); err == nil { // dangling: its target does not exist
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(filepath.Dir(dir), t)
+				}
+				return realPath(filepath.Join(t, rest), links+1)
+			}
+		}
+		if dir == filepath.Dir(dir) { // the root, or a relative path's "."
+			return p
+		}
 	}
-	return filepath.Clean(p)
 }
 
 // Within reports whether path is dir or lies beneath it (both cleaned,

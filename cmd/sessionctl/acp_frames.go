@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -28,6 +29,16 @@ const deleteMethod = "_sessiond/session_delete"
 // request's params: the request's JSON-RPC id, so that $/cancel_request
 // of that id reaches that prompt.
 const requestIDMeta = "sessiond/request_id"
+
+// sdkMaxLine is the acp-go-sdk connection's line limit (its scanner's
+// maximum buffer, 10 MiB): a longer line ends its reader and the
+// connection.
+const sdkMaxLine = 10 << 20
+
+// maxFrame is the longest frame the filter accepts from the editor and
+// passes to the SDK, in bytes without the newline (which must fit in the
+// SDK's buffer too).
+const maxFrame = sdkMaxLine - 1
 
 // frames filters the editor's input and tracks the requests in flight.
 type frames struct {
@@ -84,31 +95,75 @@ func idKey(raw json.RawMessage) string {
 
 // filter copies the editor's frames from in to the returned reader (the
 // SDK's input), answering malformed ones itself; the reader ends when in
-// does.
+// does. A frame longer than maxFrame is refused (-32600, with its id when
+// the frame's head names one) and skipped: the next frame goes through.
 func (f *frames) filter(in io.Reader) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 0, 64<<10), 10<<20) // the SDK's own line limit
-		for sc.Scan() {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
-				continue
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, head, err := readFrame(r)
+			if head != nil {
+				f.answerError(headID(head), -32600, "Invalid request",
+					fmt.Sprintf("a frame longer than %d bytes (the line limit): refused", maxFrame))
 			}
-			out, ok := f.frame(line)
-			if !ok {
-				continue
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				if out, ok := f.frame(line); ok {
+					if _, werr := pw.Write(append(out, '\n')); werr != nil {
+						return
+					}
+				}
 			}
-			if _, err := pw.Write(append(out, '\n')); err != nil {
+			if err != nil {
+				if err != io.EOF {
+					f.answerError(nil, -32700, "Parse error", "unreadable input: "+err.Error())
+				}
+				pw.Close()
 				return
 			}
 		}
-		if err := sc.Err(); err != nil {
-			f.answerError(nil, -32700, "Parse error", "a frame longer than 10 MiB or unreadable input: "+err.Error())
-		}
-		pw.Close()
 	}()
 	return pr
+}
+
+// readFrame reads one line of r. A line longer than maxFrame is read to
+// its end and dropped: line is nil and head holds its first bytes. err is
+// r's (io.EOF at the end, with the last unterminated line).
+func readFrame(r *bufio.Reader) (line, head []byte, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if head == nil && len(line)+len(chunk) <= maxFrame+1 {
+			line = append(line, chunk...)
+		} else if head == nil {
+			head, line = append(line, chunk[:min(len(chunk), 4096)]...), nil
+		}
+		if err != bufio.ErrBufferFull {
+			return line, head, err
+		}
+	}
+}
+
+// headID is the id of a frame known by its first bytes only, if they
+// name one before anything unreadable: editors write "jsonrpc", "id" and
+// "method" before "params".
+func headID(head []byte) *json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if t == "id" {
+			return &v
+		}
+	}
 }
 
 // frame checks one line; ok is false when the filter answered it itself.
@@ -141,7 +196,13 @@ func (f *frames) frame(line []byte) (out []byte, ok bool) {
 				RequestID json.RawMessage `json:"requestId"`
 			}
 			if json.Unmarshal(m.Params, &p) == nil && len(p.RequestID) > 0 {
-				f.b.cancelRequest(idKey(p.RequestID))
+				key := idKey(p.RequestID)
+				f.mu.Lock()
+				inflight := f.inflight[key]
+				f.mu.Unlock()
+				if inflight { // answered long ago, or never sent: nothing to cancel
+					f.b.cancelRequest(key)
+				}
 			}
 		}
 		return line, true
@@ -154,7 +215,7 @@ func (f *frames) frame(line []byte) (out []byte, ok bool) {
 	case "session/delete":
 		return rewrite(line, func(o map[string]json.RawMessage) { o["method"], _ = json.Marshal(deleteMethod) }), true
 	case "session/prompt":
-		return rewrite(line, func(o map[string]json.RawMessage) {
+		out := rewrite(line, func(o map[string]json.RawMessage) {
 			var params map[string]json.RawMessage
 			if json.Unmarshal(o["params"], &params) != nil || params == nil {
 				return // the SDK refuses it as invalid params
@@ -167,7 +228,15 @@ func (f *frames) frame(line []byte) (out []byte, ok bool) {
 			meta[requestIDMeta] = key
 			params["_meta"], _ = json.Marshal(meta)
 			o["params"], _ = json.Marshal(params)
-		}), true
+		})
+		if len(out) > maxFrame {
+			// The request id in _meta (and Marshal's escaping of <, >
+			// and &) made it longer than the SDK reads.
+			f.answerError(m.ID, -32600, "Invalid request",
+				fmt.Sprintf("the prompt frame is %d bytes once the bridge adds its request id; the line limit is %d", len(out), maxFrame))
+			return nil, false
+		}
+		return out, true
 	}
 	return line, true
 }
@@ -207,11 +276,15 @@ func (f *frames) sent(b []byte) {
 	}
 	key := idKey(*m.ID)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inflight[key] {
+	answered := f.inflight[key]
+	if answered {
 		delete(f.inflight, key)
 		close(f.changed)
 		f.changed = make(chan struct{})
+	}
+	f.mu.Unlock()
+	if answered {
+		f.b.forgetRequest(key)
 	}
 }
 

@@ -208,7 +208,8 @@ func (b *bridge) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 }
 
 // deleteSession is ACP's session/delete: session.delete in the daemon
-// (refused with session_busy while a turn runs, unknown_execution while a
+// (refused with session_busy while a turn runs or an input is queued,
+// unknown_execution while a
 // crash's turn holds the session).
 func (b *bridge) deleteSession(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
@@ -327,6 +328,15 @@ func (b *bridge) cancelRequest(key string) {
 	if t != nil {
 		t.cancelByRequest()
 	}
+}
+
+// forgetRequest drops what $/cancel_request recorded of the editor's
+// request key once the request is answered (it was not a prompt, or its
+// prompt never registered).
+func (b *bridge) forgetRequest(key string) {
+	b.mu.Lock()
+	delete(b.cancelledReqs, key)
+	b.mu.Unlock()
 }
 
 // mcpMeta is the _meta of session/load and session/resume when the editor

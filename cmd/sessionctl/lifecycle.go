@@ -51,11 +51,12 @@ func (a *app) rmCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm SESSION",
 		Short: "Delete a session and its transcript (session.delete)",
-		Long: `Deletes the session with its transcript, prompts, events, queued inputs and
-"session" approvals, in one transaction; the text is scrubbed from state.db.
-The daemon refuses while a turn runs (sessionctl interrupt it first) and while
-an input left unknown by a crash holds the session (sessionctl resolve it
-first). rm shows the session and asks for confirmation on stdin, unless --yes.`,
+		Long: `Deletes the session with its transcript, prompts, events and "session"
+approvals, in one transaction; the text is scrubbed from state.db. The daemon
+refuses while a turn runs (sessionctl interrupt it first), while an input is
+queued (sessionctl cancel it first: its sender waits for its outcome) and
+while an input left unknown by a crash holds the session (sessionctl resolve
+it first). rm shows the session and asks for confirmation on stdin, unless --yes.`,
 		Example: `  sessionctl rm "$S"          # shows it, asks y/N
   sessionctl rm "$S" --yes    # for scripts`,
 		Args: args(1, "SESSION"),
@@ -90,7 +91,8 @@ first). rm shows the session and asks for confirmation on stdin, unless --yes.`,
 		err = a.callOn(ctx, c, protocol.MethodSessionDelete, protocol.SessionDeleteParams{SessionID: sessionID}, &r)
 		switch {
 		case errors.Is(err, protocol.ErrSessionBusy):
-			return fail(exitFailed, "session %s runs a turn: not deleted; stop it first with %s", sessionID, a.cmdline("interrupt", sessionID))
+			return fail(exitFailed, "session %s runs a turn or has queued inputs: not deleted; stop the turn with %s, withdraw the queued inputs (%s lists them) with %s", sessionID,
+				a.cmdline("interrupt", sessionID), a.cmdline("pending", sessionID), a.cmdline("cancel", sessionID, "ADMISSION_ID"))
 		case errors.Is(err, protocol.ErrUnknownExecution):
 			return fail(exitFailed, "session %s is held by an input left unknown by a crash: not deleted; decide on it first (%s)", sessionID, a.cmdline("pending", sessionID))
 		case err != nil:

@@ -79,4 +79,20 @@ for _ in $(seq 1500); do [ -s "$SESSIOND_HOME/daemon.json" ] && break; sleep 0.0
 [ -s "$SESSIOND_HOME/daemon.json" ] || { echo "check-pack: the daemon did not start:" >&2; cat "$work/daemon.err" >&2; exit 1; }
 run_app "$work/app"
 if [ -n "${via_git:-}" ]; then run_app "$work/app-git"; fi
-echo "check-pack: ok ($tarball installed from the tarball${via_git:+, and the package from a git URL}; README quick start compiled and run)"
+
+# From a path, as README.md's Install says, on a fresh checkout (the
+# committed files only: no node_modules, no dist): the prepare script must
+# build dist/ and the runtime dependency must resolve.
+checkout="$work/checkout"
+mkdir -p "$checkout"
+(cd "$root" && git ls-files -z clients/typescript docs/schema.json | xargs -0 cp --parents -t "$checkout")
+app2="$work/app-path"
+mkdir "$app2"
+cd "$app2"
+printf '{"name":"quickstart-path","private":true,"type":"module"}\n' > package.json
+npm install --prefer-offline --no-audit --no-fund --loglevel=error "$checkout/clients/typescript" \
+  || { echo "check-pack: npm install from the path of a fresh checkout failed" >&2; exit 1; }
+cp "$work/app/quickstart.js" .
+out=$(timeout 60 node quickstart.js) || { echo "check-pack: the quick start installed from a path failed" >&2; exit 1; }
+grep -q 'completed: You said: hello' <<<"$out" || { echo "check-pack: the quick start installed from a path did not print the turn's reply" >&2; exit 1; }
+echo "check-pack: ok ($tarball installed from the tarball${via_git:+, the package from a git URL} and from a fresh checkout's path; README quick start compiled and run)"
