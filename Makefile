@@ -28,8 +28,8 @@ run: build ## Run the daemon on $SESSIOND_HOME (default ./.home); Ctrl-C stops i
 fake-model: build ## Serve a fake model on 127.0.0.1:8399 to try sessiond without one; prints the config lines.
 	$(BIN)/sessiond-fakemodel $(FAKE_MODEL_ARGS)
 
-test: ## Run every test, journeys included, under the race detector, then the Node tests (ACP editor, TypeScript client); a few minutes on 2 cores.
-	$(GO) test -race -count=1 -timeout 30m ./...
+test: ## Run every test, journeys included, under the race detector, then the Node tests (ACP editor, TypeScript client); 15-30 minutes on 2 cores (the crash-point journeys are most of it).
+	$(GO) test -race -count=1 -timeout 45m ./...
 	$(GO) test -race -count=1 -tags faultinject -run 'TestFault' ./store/
 	$(MAKE) test-acp
 	$(MAKE) test-ts
