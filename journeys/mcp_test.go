@@ -731,3 +731,44 @@ __attribute__((constructor)) static void mark(void) {
 		t.Fatalf("the server did not get its own env: %v", got)
 	}
 }
+
+// A session-given server is whatever its client named: "always" for its
+// tool would approve, in every later session, any program another client
+// gives the same name. Its card offers once, session and deny; an
+// "always" answer counts as once; the "always" allowlist never covers it.
+func TestMCPSessionServerIsNeverAlwaysApproved(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	dir := t.TempDir()
+	bin, logA := mcpFixture(t, dir)
+	logB := filepath.Join(dir, "other.jsonl")
+	m.On("image here", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__cl__image", `{}`)}}, fixtures.Reply{Text: "x"})
+	m.On("image elsewhere", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__cl__image", `{}`)}}, fixtures.Reply{Text: "x"})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual}\n")})
+	c := d.Dial(t)
+	server := func(logf string) []any {
+		return []any{map[string]any{"name": "cl", "command": bin, "args": []string{"-log", logf}}}
+	}
+	s := createSession(t, c, map[string]any{"cwd": dir, "mcp_servers": server(logA)})
+	resume(t, c, s.SessionID)
+	r := submit(t, c, s.SessionID, "i1", "image here")
+	p := waitPrompt(t, c, r.AdmissionID, "approval")
+	if pl := promptPayload(t, c, p); strings.Contains(fmt.Sprint(pl["choices"]), "always") {
+		t.Errorf("a session-given server's card offers always: %v", pl["choices"])
+	}
+	if _, err := answerApproval(t, c, s.SessionID, p, "always"); err != nil {
+		t.Fatal(err)
+	}
+	waitTurn(t, c, r.AdmissionID)
+	// Another client's server of the same name, another program.
+	s2 := createSession(t, c, map[string]any{"cwd": dir, "mcp_servers": server(logB)})
+	resume(t, c, s2.SessionID)
+	r = submit(t, c, s2.SessionID, "i2", "image elsewhere")
+	p = waitPrompt(t, c, r.AdmissionID, "approval")
+	if _, err := answerApproval(t, c, s2.SessionID, p, "deny"); err != nil {
+		t.Fatal(err)
+	}
+	waitTurn(t, c, r.AdmissionID)
+	if n := mcpCount(t, logB, "call", "image"); n != 0 {
+		t.Fatalf("another session's server %q ran %d call(s) on the first one's always", "cl", n)
+	}
+}
