@@ -63,6 +63,8 @@ type Model interface {
 type Prompter interface {
 	Ask(ctx context.Context, a prompts.Ask) (prompts.Outcome, error)
 	Allowed(ctx context.Context, sessionID, pattern string) (bool, error)
+	// AllowedInSession is Allowed without the "always" allowlist.
+	AllowedInSession(ctx context.Context, sessionID, pattern string) (bool, error)
 }
 
 // ToolEvent describes a tool call for tool.started / tool.completed.
@@ -430,7 +432,11 @@ func (r *Runner) gate(ctx context.Context, s Session, t Turn, ev *ToolEvent, cal
 		// The remembered approvals that matter are those of d.Lookup:
 		// looked up in order, the first one found decides again.
 		for _, p := range d.Lookup {
-			found, err := r.Prompter.Allowed(ctx, s.ID, p)
+			allowed := r.Prompter.Allowed
+			if d.SessionOnly {
+				allowed = r.Prompter.AllowedInSession
+			}
+			found, err := allowed(ctx, s.ID, p)
 			if err != nil {
 				errorResult(ev, "not run: could not read the approval allowlist: %v", err)
 				return d, false
@@ -487,6 +493,13 @@ var ApprovalChoices = protocol.Choices
 // command text can run something else next time (a script the model edited
 // inside the sandbox meanwhile).
 var EscalationChoices = []protocol.Choice{protocol.ChoiceOnce, protocol.ChoiceDeny}
+
+// SessionServerChoices are offered with the approval prompt of a call of a
+// session-given MCP server: its name is its client's choice, and another
+// client may give another program that name in a later session, so
+// "always" is not offered (an "always" answer counts as once) and the
+// "always" allowlist never covers it.
+var SessionServerChoices = []protocol.Choice{protocol.ChoiceOnce, protocol.ChoiceSession, protocol.ChoiceDeny}
 
 // SandboxedPrefix qualifies a remembered pattern approved for a command
 // that ran confined in the sandbox: it satisfies only later sandboxed runs,

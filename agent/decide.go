@@ -57,6 +57,10 @@ type MCPCall struct {
 	Stdio bool
 	// Network: the server's config entry gives it the network.
 	Network bool
+	// SessionGiven: the server was given by a client at session.create
+	// (not config.yaml's): its name is whatever that client chose, so an
+	// approval of its tool never outlives the session (no "always").
+	SessionGiven bool
 }
 
 // Action is what happens to the command now.
@@ -94,6 +98,9 @@ type Decision struct {
 	// AllowedBy is the remembered pattern that let the command run without
 	// asking; "" otherwise.
 	AllowedBy string
+	// SessionOnly: Lookup is looked up in the session's own approvals
+	// only, never in the "always" allowlist (a session-given MCP server).
+	SessionOnly bool
 }
 
 // ApprovalCard is what an approval prompt shows and offers
@@ -277,6 +284,11 @@ func decideMCP(in DecisionInput) Decision {
 		Pattern: pattern, Choices: ApprovalChoices, Sandbox: approvalSandbox(pol, in.SandboxUnavailable, confined),
 		Kind: protocol.ApprovalKindMCP, Server: c.Server, Tool: c.Tool, Arguments: c.Arguments}
 	d := Decision{Action: ActionAsk, Confined: confined, Card: card, Lookup: []string{pattern}}
+	if c.SessionGiven {
+		// Another client may give another program the same name in a
+		// later session: approved at most for this session.
+		card.Choices, d.SessionOnly = SessionServerChoices, true
+	}
 	if remembered(in.Remembered, pattern) {
 		d.Action, d.Card, d.AllowedBy = run, nil, pattern
 	}

@@ -98,7 +98,7 @@ func (r *Runner) mcpCall(ctx context.Context, s Session, t Turn, ev *ToolEvent, 
 	}
 	in := DecisionInput{ApprovalMode: r.approvalMode(s), SandboxUnavailable: s.SandboxUnavailable,
 		MCP: &MCPCall{Server: server, Tool: tool, Arguments: protocol.VisibleJSON(args), AutoApproved: mt.AutoApproved,
-			Stdio: cfg.Transport() == "stdio", Network: cfg.Network}}
+			Stdio: cfg.Transport() == "stdio", Network: cfg.Network, SessionGiven: cfg.Source != mcp.SourceConfig}}
 	in.Sandbox = sandboxPolicyOf(s)
 	if _, ok := r.gate(ctx, s, t, ev, c.ID, in, "call"); !ok {
 		return

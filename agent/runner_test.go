@@ -157,6 +157,10 @@ func (p *fakePrompter) Allowed(ctx context.Context, sessionID, pattern string) (
 	return p.allowed[pattern], nil
 }
 
+func (p *fakePrompter) AllowedInSession(ctx context.Context, sessionID, pattern string) (bool, error) {
+	return p.Allowed(ctx, sessionID, pattern)
+}
+
 func (p *fakePrompter) asked() []prompts.Ask {
 	p.mu.Lock()
 	defer p.mu.Unlock()

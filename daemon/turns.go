@@ -119,6 +119,10 @@ func (p prompter) Allowed(ctx context.Context, sessionID, pattern string) (bool,
 	return p.d.prompts.Allowed(ctx, sessionID, pattern)
 }
 
+func (p prompter) AllowedInSession(ctx context.Context, sessionID, pattern string) (bool, error) {
+	return p.d.prompts.AllowedInSession(ctx, sessionID, pattern)
+}
+
 // journal implements agent.Journal on the store; every write is fenced by
 // the turn's admission.Execution.
 type journal struct{ d *Daemon }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -678,5 +679,96 @@ func TestMCPSessionApprovalModeGatesCalls(t *testing.T) {
 	}
 	if n := mcpCount(t, logf, "call", "add"); n != 1 {
 		t.Fatalf("add reached the server %d times, want 1", n)
+	}
+}
+
+// A session-given server's env is the server's, never the sandbox
+// helper's: LD_PRELOAD (or LD_LIBRARY_PATH, LD_AUDIT...) in it must not
+// load code into the helper, which runs before any confinement with the
+// daemon's rights. The preloaded library writes a mark into the daemon's
+// home when it can; the server still sees its env (its /proc/self/environ).
+func TestMCPServerEnvNeverReachesTheSandboxHelper(t *testing.T) {
+	gcc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the preloaded library")
+	}
+	m := fixtures.NewFakeModel(t)
+	dir := t.TempDir()
+	bin, logf := mcpFixture(t, dir)
+	src := filepath.Join(dir, "preload.c")
+	so := filepath.Join(dir, "preload.so")
+	if err := os.WriteFile(src, []byte(`#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void) {
+	const char *p = getenv("SESSIOND_ATTACK_MARK");
+	if (!p) return;
+	int fd = open(p, O_CREAT|O_WRONLY|O_APPEND, 0600);
+	if (fd >= 0) { write(fd, "escaped\n", 8); close(fd); }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gcc, "-shared", "-fPIC", "-o", so, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v: %s", err, out)
+	}
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: off}\n"), Home: filepath.Join(dir, "home")})
+	mark := filepath.Join(d.Home, "escaped")
+	c := d.Dial(t)
+	s := createSession(t, c, map[string]any{"cwd": dir, "mcp_servers": []any{map[string]any{
+		"name": "cl", "command": bin, "args": []string{"-log", logf},
+		"env": map[string]string{"LD_PRELOAD": so, "SESSIOND_ATTACK_MARK": mark}}}})
+	resume(t, c, s.SessionID)
+	m.On("environ", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__cl__readfile", jsonArgs(map[string]string{"path": "/proc/self/environ"}))}}, fixtures.Reply{Text: "x"})
+	r := submit(t, c, s.SessionID, "environ", "environ")
+	if out := waitTurn(t, c, r.AdmissionID); out != "completed" {
+		t.Fatalf("outcome %s", out)
+	}
+	if b, err := os.ReadFile(mark); err == nil {
+		t.Fatalf("a session-given server's LD_PRELOAD ran code outside the sandbox: %s written in the daemon's home (%q)", mark, b)
+	}
+	if got := lastResult(m, "environ"); len(got) != 1 || !strings.Contains(got[0], "SESSIOND_ATTACK_MARK="+mark) {
+		t.Fatalf("the server did not get its own env: %v", got)
+	}
+}
+
+// A session-given server is whatever its client named: "always" for its
+// tool would approve, in every later session, any program another client
+// gives the same name. Its card offers once, session and deny; an
+// "always" answer counts as once; the "always" allowlist never covers it.
+func TestMCPSessionServerIsNeverAlwaysApproved(t *testing.T) {
+	m := fixtures.NewFakeModel(t)
+	dir := t.TempDir()
+	bin, logA := mcpFixture(t, dir)
+	logB := filepath.Join(dir, "other.jsonl")
+	m.On("image here", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__cl__image", `{}`)}}, fixtures.Reply{Text: "x"})
+	m.On("image elsewhere", fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{tc("mcp__cl__image", `{}`)}}, fixtures.Reply{Text: "x"})
+	d := fixtures.StartDaemon(t, fixtures.DaemonOptions{Config: fixtures.FakeModelConfig(m, "approvals: {mode: manual}\n")})
+	c := d.Dial(t)
+	server := func(logf string) []any {
+		return []any{map[string]any{"name": "cl", "command": bin, "args": []string{"-log", logf}}}
+	}
+	s := createSession(t, c, map[string]any{"cwd": dir, "mcp_servers": server(logA)})
+	resume(t, c, s.SessionID)
+	r := submit(t, c, s.SessionID, "i1", "image here")
+	p := waitPrompt(t, c, r.AdmissionID, "approval")
+	if pl := promptPayload(t, c, p); strings.Contains(fmt.Sprint(pl["choices"]), "always") {
+		t.Errorf("a session-given server's card offers always: %v", pl["choices"])
+	}
+	if _, err := answerApproval(t, c, s.SessionID, p, "always"); err != nil {
+		t.Fatal(err)
+	}
+	waitTurn(t, c, r.AdmissionID)
+	// Another client's server of the same name, another program.
+	s2 := createSession(t, c, map[string]any{"cwd": dir, "mcp_servers": server(logB)})
+	resume(t, c, s2.SessionID)
+	r = submit(t, c, s2.SessionID, "i2", "image elsewhere")
+	p = waitPrompt(t, c, r.AdmissionID, "approval")
+	if _, err := answerApproval(t, c, s2.SessionID, p, "deny"); err != nil {
+		t.Fatal(err)
+	}
+	waitTurn(t, c, r.AdmissionID)
+	if n := mcpCount(t, logB, "call", "image"); n != 0 {
+		t.Fatalf("another session's server %q ran %d call(s) on the first one's always", "cl", n)
 	}
 }

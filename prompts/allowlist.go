@@ -65,6 +65,21 @@ func (m *Manager) Allowed(ctx context.Context, sessionID, pattern string) (bool,
 	return err == nil, err
 }
 
+// AllowedInSession reports whether pattern was approved for the session
+// ("session") only; the "always" allowlist is not consulted (a
+// session-given MCP server's calls, whose name another client may reuse).
+func (m *Manager) AllowedInSession(ctx context.Context, sessionID, pattern string) (bool, error) {
+	if pattern == "" {
+		return false, nil
+	}
+	var one int
+	err := m.db.Get(ctx, &one, `SELECT 1 FROM session_approvals WHERE session_id = ? AND pattern = ? LIMIT 1`, sessionID, pattern)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // AllowRule is one "always" allowlist entry.
 type AllowRule struct {
 	Pattern         string         `db:"pattern" json:"pattern"`

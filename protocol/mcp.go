@@ -93,6 +93,10 @@ func ValidateMCPServer(prefix string, s MCPServerParams, fromConfig bool) error 
 	if strings.Contains(s.Name, "__") {
 		return InvalidParams(f("name"), "%q may not hold \"__\", which separates the server from the tool in mcp__<server>__<tool>", s.Name)
 	}
+	if strings.HasSuffix(s.Name, "_") {
+		// "a_" and tool "b" would be mcp__a___b, which is server "a"'s tool "_b".
+		return InvalidParams(f("name"), "%q may not end with \"_\": mcp__<server>__<tool> would name another server's tool", s.Name)
+	}
 	switch {
 	case s.Command == "" && s.URL == "":
 		return InvalidParams(prefix, "server %q needs a command (stdio) or a url (streamable HTTP)", s.Name)

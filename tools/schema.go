@@ -25,6 +25,9 @@ import (
 // minimum: got 0, want 1" or "questions[0]: missing property 'question'",
 // in words a model can act on. A schema that does not compile is an error
 // naming it (a bug of ours, never the model's).
+// A $ref or $schema naming anything outside the schema (a file, a URL;
+// the standard metaschemas aside) is refused, never loaded: an MCP
+// server's schema must not have the daemon read or fetch anything.
 func ValidateArgs(schema, args json.RawMessage) error {
 	sch, err := compiledSchema(schema)
 	if err != nil {
@@ -60,6 +63,9 @@ func compiledSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	// A schema is the tool's (an MCP server's: untrusted); it names
+	// nothing the daemon would read: a $ref or $schema outside it fails.
+	c.UseLoader(noLoader{})
 	const url = "sessiond:///tool-parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
@@ -70,6 +76,15 @@ func compiledSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	schemas.Store(string(raw), s)
 	return s, nil
+}
+
+// noLoader refuses every URL a schema refers to (the compiler's default
+// loader reads file:// URLs: a server's schema would have the daemon read
+// any file, its own home included, and quote it to the model).
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%q is not loaded: a tool schema may refer only to itself and the standard metaschemas", url)
 }
 
 var printer = message.NewPrinter(language.English)

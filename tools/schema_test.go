@@ -3,6 +3,8 @@ package tools
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,6 +64,33 @@ func TestValidateArgsClarifySchema(t *testing.T) {
 	for in, want := range bad {
 		if err := ValidateArgs(clarifySpec.Parameters, json.RawMessage(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", in, err, want)
+		}
+	}
+}
+
+// A tool schema (an MCP server's: untrusted) is compiled without loading
+// anything: a $ref or $schema naming a file or a URL is refused, never
+// read by the daemon (which would read its own home for a sandboxed
+// server, or hang on /dev/zero).
+func TestValidateArgsNeverLoadsReferences(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"type":"object","properties":{"x":{"const":"SECRET-VALUE"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{
+		`{"$ref":"file://` + secret + `"}`,
+		`{"type":"object","properties":{"x":{"$ref":"file://` + secret + `#/properties/x"}}}`,
+		`{"$schema":"file://` + secret + `","type":"object"}`,
+		`{"$ref":"http://127.0.0.1:1/schema.json"}`,
+	} {
+		err := ValidateArgs(json.RawMessage(schema), json.RawMessage(`{"x":"y"}`))
+		if err == nil {
+			t.Errorf("%s: accepted; want the reference refused", schema)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRET-VALUE") || !strings.Contains(err.Error(), "not loaded") {
+			t.Errorf("%s: %v; want the reference refused unread", schema, err)
 		}
 	}
 }

@@ -167,7 +167,9 @@ func promptSummary(p protocol.Prompt) string {
 		a := approvalOf(p)
 		what := visibleLine(a.Command)
 		if a.Kind == protocol.ApprovalKindMCP {
-			what = "MCP " + visibleLine(a.Server) + "/" + visibleLine(a.Tool) + " " + clip(oneLine(visibleLine(string(protocol.VisibleJSON(a.Arguments)))), 300)
+			// The whole arguments, never clipped: what is approved is what
+			// runs (a model could pad them to push the rest past a clip).
+			what = "MCP " + visibleLine(a.Server) + "/" + visibleLine(a.Tool) + " " + oneLine(visibleLine(string(protocol.VisibleJSON(a.Arguments))))
 		}
 		s := fmt.Sprintf("%s  (%s; %s; choices %s)", what, visibleLine(a.Reason), a.remembers(), strings.Join(a.offered(), "/"))
 		if a.unsandboxed() {

@@ -188,3 +188,21 @@ func TestTUIMCPCardAndStatus(t *testing.T) {
 		t.Errorf("a repeated status printed again: %q", m.printQ[n:])
 	}
 }
+
+// An MCP approval's arguments are shown whole wherever a person may
+// approve from (show's prompt table, send's note): a model padding its
+// arguments must not push what runs past a clip, nor may they be left out.
+func TestMCPApprovalShowsWholeArguments(t *testing.T) {
+	args := `{"comment":"` + strings.Repeat("a", 400) + `","path":"/etc/shadow"}`
+	p := protocol.Prompt{PromptID: "prm_1", Kind: "approval", Payload: json.RawMessage(`{"kind":"mcp","server":"fs","tool":"write_file","arguments":` + args +
+		`,"command":"mcp__fs__write_file","reason":"r","pattern":"mcp:fs/write_file","choices":["once","session","always","deny"]}`)}
+	if sum := promptSummary(p); !strings.Contains(sum, `"path":"/etc/shadow"`) {
+		t.Errorf("summary of an MCP approval cuts its arguments: %q", sum)
+	}
+	var stderr bytes.Buffer
+	s := &sender{app: newApp(nil, nil, &stderr), sessionID: "ses_1"}
+	s.notePrompt(p)
+	if !strings.Contains(stderr.String(), `"path":"/etc/shadow"`) {
+		t.Errorf("send's note of an MCP approval lacks its arguments: %q", stderr.String())
+	}
+}

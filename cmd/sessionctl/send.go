@@ -359,8 +359,13 @@ func (s *sender) notePrompt(p protocol.Prompt) {
 				others = append(others, c)
 			}
 		}
+		what := visibleLine(ap.Command)
+		if ap.Kind == protocol.ApprovalKindMCP {
+			// The call's whole arguments: what is approved is what runs.
+			what += " " + oneLine(visibleLine(string(protocol.VisibleJSON(ap.Arguments))))
+		}
 		how = fmt.Sprintf("the turn waits for approval to run `%s` (%s); %s; prompt %s: answer with `%s` (or %s)",
-			visibleLine(ap.Command), visibleLine(ap.Reason), ap.remembers(), p.PromptID,
+			what, visibleLine(ap.Reason), ap.remembers(), p.PromptID,
 			s.app.cmdline("approve", s.sessionID, p.PromptID, "--choice", "once"), strings.Join(others, ", "))
 		if note := ap.unsandboxedNote(); note != "" {
 			how = note + "; " + how

@@ -42,11 +42,32 @@ type process struct {
 // quote makes s one word of a POSIX shell line.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// shellLine is the line the sandbox helper's /bin/sh runs: cd to the
-// server's cwd, then exec the command with its args (the PATH of the
-// server's environment finds a bare command name, e.g. npx).
-func shellLine(cwd, command string, args []string) string {
+// shellLine is the line the sandbox helper's /bin/sh runs: export the
+// server's own env (sorted by name, then extra's NAME=VALUE entries, which
+// win), cd to the server's cwd, then exec the command with its args (the
+// PATH of that environment finds a bare command name, e.g. npx). The
+// server's env is set by the confined shell, never given to the helper:
+// LD_PRELOAD, LD_LIBRARY_PATH or LD_AUDIT in it would load code into the
+// helper before it confines anything. Names are valid variable names
+// (protocol.ValidateMCPServer).
+func shellLine(cwd, command string, args []string, own map[string]string, extra ...string) string {
 	var b strings.Builder
+	keys := make([]string, 0, len(own))
+	for k := range own {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	vars := make([]string, 0, len(keys)+len(extra))
+	for _, k := range keys {
+		vars = append(vars, k+"="+quote(own[k]))
+	}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		vars = append(vars, k+"="+quote(v))
+	}
+	if len(vars) > 0 {
+		b.WriteString("export " + strings.Join(vars, " ") + " && ")
+	}
 	if cwd != "" {
 		b.WriteString("cd -- " + quote(cwd) + " && ")
 	}
@@ -57,29 +78,15 @@ func shellLine(cwd, command string, args []string) string {
 	return b.String()
 }
 
-// serverEnv is base plus the server's own env (sorted, later wins) and
-// extra.
-func serverEnv(base []string, own map[string]string, extra ...string) []string {
-	env := slices.Clone(base)
-	keys := make([]string, 0, len(own))
-	for k := range own {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+own[k])
-	}
-	return append(env, extra...)
-}
-
 // startProcess starts a stdio server: through the sandbox helper with the
 // session's policy (the network only when cfg.Network), or, where the
 // session's sandbox is off, as "/bin/sh -c LINE" in its own process group.
 func startProcess(cfg Server, opt *Options) (*process, error) {
-	line := shellLine(cfg.Cwd, cfg.Command, cfg.Args)
 	p := &process{stderr: &tailBuffer{max: stderrTail}, exited: make(chan struct{})}
 	var cmd *exec.Cmd
-	env := serverEnv(opt.Env, cfg.Env)
+	// The process's environment is the allowlist only (the helper's, like
+	// a terminal command's); the server's own env is exported by the line.
+	env := slices.Clone(opt.Env)
 	if opt.Sandbox != nil && opt.Sandbox.Policy.Mode != sandbox.ModeOff {
 		if opt.SandboxUnavailable != "" {
 			return nil, fmt.Errorf("the session's sandbox cannot be enforced on this system (%s): stdio MCP servers are not started unsandboxed", opt.SandboxUnavailable)
@@ -107,15 +114,15 @@ func startProcess(cfg Server, opt *Options) (*process, error) {
 				spec.Protected = append(spec.Protected, h)
 			}
 		}
-		c, err := spec.Command(context.Background(), line)
+		env = append(env, "TMPDIR="+p.tmp)
+		c, err := spec.Command(context.Background(), shellLine(cfg.Cwd, cfg.Command, cfg.Args, cfg.Env, "TMPDIR="+p.tmp))
 		if err != nil {
 			os.RemoveAll(p.tmp)
 			return nil, err
 		}
 		cmd = c
-		env = append(env, "TMPDIR="+p.tmp)
 	} else {
-		cmd = exec.Command("/bin/sh", "-c", line)
+		cmd = exec.Command("/bin/sh", "-c", shellLine(cfg.Cwd, cfg.Command, cfg.Args, cfg.Env))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
 	cmd.Dir = opt.Cwd

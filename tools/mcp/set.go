@@ -695,7 +695,10 @@ func (sv *server) listTools(ctx context.Context, cs *sdk.ClientSession) ([]Tool,
 			return nil, err
 		}
 		full := protocol.MCPToolName(sv.cfg.Name, t.Name)
-		if !toolName.MatchString(t.Name) || len(full) > 64 {
+		srv, tl, ok := protocol.SplitMCPToolName(full)
+		if !toolName.MatchString(t.Name) || len(full) > 64 || !ok || srv != sv.cfg.Name || tl != t.Name {
+			// (a server name of a session stored before names ending
+			// in "_" were refused: its tool would name another's.)
 			sv.set.opt.Logger.Warn("MCP tool left out: its name cannot be a model tool name", "server", sv.cfg.Name, "tool", protocol.Visible(t.Name))
 			continue
 		}
