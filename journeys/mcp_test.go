@@ -688,9 +688,9 @@ func TestMCPSessionApprovalModeGatesCalls(t *testing.T) {
 // daemon's rights. The preloaded library writes a mark into the daemon's
 // home when it can; the server still sees its env (its /proc/self/environ).
 func TestMCPServerEnvNeverReachesTheSandboxHelper(t *testing.T) {
-	gcc, err := exec.LookPath("cc")
+	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("no C compiler to build the preloaded library")
+		t.Fatal("gcc is needed to build the preloaded library (.ci/run installs it)")
 	}
 	m := fixtures.NewFakeModel(t)
 	dir := t.TempDir()
