@@ -167,17 +167,9 @@ func closeTurn(tx *store.Tx, sessionID, admissionID string, ending transcript.En
 		FROM messages WHERE session_id = ? AND admission_id = ? ORDER BY id`, sessionID, admissionID); err != nil {
 		return err
 	}
-	turn := make([]transcript.Entry, 0, len(ms))
-	for _, m := range ms {
-		calls, err := m.Calls()
-		if err != nil {
-			return err
-		}
-		e := transcript.Entry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID.String, Kind: m.Kind.String}
-		for _, c := range calls {
-			e.ToolCalls = append(e.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-		}
-		turn = append(turn, e)
+	turn, err := entries(ms)
+	if err != nil {
+		return err
 	}
 	for _, r := range transcript.Close(turn, running, ending) {
 		if _, err := tx.AppendMessage(sessionID, admissionID, r.Role, r.Content, nil, r.ToolCallID, r.Kind); err != nil {
@@ -185,4 +177,22 @@ func closeTurn(tx *store.Tx, sessionID, admissionID string, ending transcript.En
 		}
 	}
 	return nil
+}
+
+// entries are stored messages as the transcript package's entries (roles,
+// contents, tool calls), for its repair rules.
+func entries(ms []store.Message) ([]transcript.Entry, error) {
+	out := make([]transcript.Entry, 0, len(ms))
+	for _, m := range ms {
+		calls, err := m.Calls()
+		if err != nil {
+			return nil, err
+		}
+		e := transcript.Entry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID.String, Kind: m.Kind.String}
+		for _, c := range calls {
+			e.ToolCalls = append(e.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

@@ -116,19 +116,11 @@ func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 			PinLabel: sql.NullString{String: req.Label, Valid: req.Label != ""}}); err != nil {
 			return err
 		}
-		entries := make([]transcript.Entry, 0, len(ms))
-		for _, m := range ms {
-			calls, err := m.Calls()
-			if err != nil {
-				return err
-			}
-			e := transcript.Entry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID.String, Kind: m.Kind.String}
-			for _, c := range calls {
-				e.ToolCalls = append(e.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			entries = append(entries, e)
+		copied, err := entries(ms)
+		if err != nil {
+			return err
 		}
-		for _, e := range forkEntries(entries) {
+		for _, e := range forkEntries(copied) {
 			var calls []store.ToolCall
 			for _, c := range e.ToolCalls {
 				calls = append(calls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
