@@ -157,6 +157,10 @@ func FuzzParams(f *testing.F) {
 		{protocol.MethodSessionResume, `{"session_id":"$SID","after_seq":0}`},
 		{protocol.MethodPromptSubmit, `{"session_id":"$SID","input_id":"x","text":"hi","attachments":[{"b":1,"a":"y"}]}`},
 		{protocol.MethodClarifyRespond, `{"session_id":"$SID","prompt_id":"$PID","execution_generation":1,"answer":"a"}`},
+		// session.update needs at least one of its four settings, not a title.
+		{protocol.MethodSessionUpdate, `{"session_id":"$SID","model":"m2","title":null}`},
+		{protocol.MethodSessionUpdate, `{"session_id":"$SID","approval_mode":"strict"}`},
+		{protocol.MethodSessionUpdate, `{"session_id":"$SID","title":null}`},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(slices.Index(fuzzMethods, s.method)), []byte(s.params))
@@ -265,7 +269,8 @@ var methodParams = map[string][]paramSpec{
 	protocol.MethodApprovalRespond: {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, true}, {"answer", kAny, false}},
 	protocol.MethodClarifyRespond:  {{"session_id", kString, true}, {"prompt_id", kString, true}, {"execution_generation", kInt, true}, {"choice", kString, false}, {"answer", kAny, true}},
 	protocol.MethodApprovalsList:   {{"session_id", kString, false}},
-	protocol.MethodSessionUpdate:   {{"session_id", kString, true}, {"title", kString, true}},
+	protocol.MethodSessionUpdate: {{"session_id", kString, true}, {"title", kString, false}, {"model", kString, false},
+		{"approval_mode", kString, false}, {"sandbox", kObject, false}},
 	protocol.MethodSessionDelete:   {{"session_id", kString, true}},
 	protocol.MethodApprovalsRevoke: {{"pattern", kString, true}, {"session_id", kString, false}},
 }
@@ -402,6 +407,33 @@ func paramsViolation(method string, params json.RawMessage) string {
 		}
 		if v, present, sure := member(obj, "attachments"); present && sure && string(v) != "null" && v[0] != '[' {
 			return "attachments is not an array"
+		}
+	case protocol.MethodSessionUpdate:
+		given := 0
+		for _, f := range []string{"title", "model", "approval_mode", "sandbox"} {
+			v, present, sure := member(obj, f)
+			if !sure {
+				return "" // which duplicate key wins is encoding/json's business
+			}
+			if present && string(v) != "null" {
+				given++
+			}
+		}
+		if given == 0 {
+			return "none of title, model, approval_mode and sandbox is given"
+		}
+		// null leaves a field unset, as if absent.
+		if v, _, _ := member(obj, "title"); v != nil && string(v) != "null" {
+			if s, _, _ := str("title"); strings.TrimSpace(s) == "" {
+				return "title is blank"
+			} else if len(s) > 500 {
+				return "title is longer than 500 bytes"
+			}
+		}
+		if v, _, _ := member(obj, "approval_mode"); v != nil && string(v) != "null" {
+			if s, _, _ := str("approval_mode"); s != "manual" && s != "strict" && s != "off" {
+				return "approval_mode is not manual, strict or off"
+			}
 		}
 	case protocol.MethodApprovalRespond:
 		if s, present, sure := str("choice"); present && sure && s != "once" && s != "session" && s != "always" && s != "deny" {
