@@ -331,7 +331,19 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 		if busy.any() && req.WhenBusy == protocol.WhenBusyReject {
 			return fmt.Errorf("%w: session %s %s; when_busy reject stores nothing", ErrSessionBusy, req.SessionID, busy)
 		}
-		if q.MaxQueued > 0 {
+		var seq int64
+		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
+			WHERE session_id = ? RETURNING next_admission_seq - 1`, req.SessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
+		} else if err != nil {
+			return err
+		}
+		// seq-1 admissions came before this one: a session with fewer than
+		// MaxQueued of them cannot have MaxQueued queued, and the count (a
+		// scan of its queued rows) is skipped. (A refusal rolls the seq
+		// back with the rest.)
+		if q.MaxQueued > 0 && seq > int64(q.MaxQueued) {
 			var queued int
 			if err := tx.Get(&queued, `SELECT count(*) FROM session_admissions
 				WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'`, req.SessionID); err != nil {
@@ -340,14 +352,6 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 			if queued >= q.MaxQueued {
 				return fmt.Errorf("%w: %d inputs wait in session %s (limits.max_queued_per_session); retry with backoff", ErrQueueFull, queued, req.SessionID)
 			}
-		}
-		var seq int64
-		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
-			WHERE session_id = ? RETURNING next_admission_seq - 1`, req.SessionID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
-		} else if err != nil {
-			return err
 		}
 		if req.Take {
 			o, err := q.owner(tx, req.SessionID)

@@ -103,6 +103,9 @@ type Scheduler struct {
 	// the running turns, so that none starts after that.
 	reserved  map[string]bool // sessions with a reserved slot
 	reserving sync.WaitGroup
+	// deferred: sessions whose Wake came while their turn ran (the pass
+	// dropped them); the end of that turn wakes them again.
+	deferred map[string]bool
 }
 
 // Backoff bounds of the retries after a store failure (claim and settle).
@@ -123,7 +126,7 @@ func NewScheduler(q *Queue, exec Executor, max int, hook SettleHook, log *slog.L
 		log = slog.Default()
 	}
 	return &Scheduler{q: q, exec: exec, max: max, hook: hook, log: log,
-		running: map[string]*run{}, candidates: map[string]int64{}, reserved: map[string]bool{}, wake: make(chan struct{}, 1)}
+		running: map[string]*run{}, candidates: map[string]int64{}, reserved: map[string]bool{}, deferred: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // Start launches the scheduling loop; sessions lists the sessions with
@@ -213,7 +216,8 @@ func (s *Scheduler) schedule() {
 		ids := make([]string, 0, len(s.candidates))
 		for id := range s.candidates {
 			if _, busy := s.running[id]; busy || s.reserved[id] {
-				delete(s.candidates, id) // its settle wakes it again
+				delete(s.candidates, id) // its settle (or admit) wakes it again
+				s.deferred[id] = true
 				continue
 			}
 			ids = append(ids, id)
@@ -329,6 +333,13 @@ func (r *Reservation) Release() {
 	s.mu.Lock()
 	if !r.started {
 		delete(s.reserved, r.sessionID)
+		if s.deferred[r.sessionID] { // a Wake dropped while it was reserved
+			delete(s.deferred, r.sessionID)
+			if _, ok := s.candidates[r.sessionID]; !ok {
+				s.order++
+				s.candidates[r.sessionID] = s.order
+			}
+		}
 		if len(s.candidates) > 0 {
 			select {
 			case s.wake <- struct{}{}:
@@ -413,14 +424,21 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 		delete(s.running, r.a.SessionID)
 	}
 	close(r.done)
+	// A settle that could claim (next) and started nothing found nothing
+	// queued in its transaction: the session needs another pass only if a
+	// Wake for it was dropped while the turn ran (an admit that committed
+	// after that settle woke it itself, or started its input).
+	deferred := s.deferred[r.a.SessionID]
+	delete(s.deferred, r.a.SessionID)
 	s.mu.Unlock()
 	if err == nil && started.AdmissionID != "" {
 		return // the slot went to the session's next turn
 	}
-	if err == nil {
-		s.Wake(r.a.SessionID)
-	} else {
+	switch {
+	case err != nil:
 		s.Wake()
+	case next == nil || deferred:
+		s.Wake(r.a.SessionID)
 	}
 	// A freed slot may let other sessions start.
 	s.mu.Lock()
