@@ -607,6 +607,13 @@ func (db *DB) runBatch(batch []*txRequest) {
 	results := make([]txResult, len(live))
 	hooks := make([][]func(), len(live))
 	txs := make([]*Tx, len(live)) // the transactions that will commit
+	if len(live) == 1 {
+		// Alone in its batch, a transaction needs no savepoint: its
+		// failure rolls back the whole transaction (two statements fewer
+		// per commit on the common path of one writer at a time).
+		db.runAlone(live[0], ctl, began)
+		return
+	}
 	for i, r := range live {
 		t := &Tx{ctx: r.ctx, db: db, sink: db.sink, label: r.caller}
 		if _, err := t.Exec("SAVEPOINT sp"); err != nil {
@@ -676,6 +683,37 @@ func (db *DB) runBatch(batch []*txRequest) {
 		}
 		r.done <- results[i]
 	}
+}
+
+// runAlone is runBatch for a batch of one transaction r, begun (ctl, at
+// began) without a savepoint: fn's error or panic rolls the transaction
+// back and is returned as is.
+func (db *DB) runAlone(r *txRequest, ctl *Tx, began time.Time) {
+	rollback := func() { ctl.Exec("ROLLBACK") } // fails harmlessly if SQLite already rolled back
+	t := &Tx{ctx: r.ctx, db: db, sink: db.sink, label: r.caller}
+	res := callTx(r.fn, t)
+	if res.err != nil || res.panicked != nil {
+		rollback()
+		res.err = Classify(res.err)
+		r.done <- res
+		return
+	}
+	t.fault = faultBefore(t.label)
+	if _, err := ctl.Exec("COMMIT"); err != nil {
+		rollback()
+		r.done <- txResult{err: Classify(fmt.Errorf("commit: %w", err))}
+		return
+	}
+	faultAfter(t.fault, t.label)
+	db.batches.Add(1)
+	db.txs.Add(1)
+	if db.opt.OnCommit != nil {
+		db.opt.OnCommit(time.Since(began), 1)
+	}
+	for _, h := range t.onCommit {
+		h()
+	}
+	r.done <- res
 }
 
 // checkpoint runs PRAGMA wal_checkpoint(PASSIVE) on the writer connection
