@@ -136,8 +136,9 @@ type DB struct {
 	// (SQLite only; database/sql prepares each on a connection once, when
 	// first used there): parsing the SQL of every read anew was 13% of the
 	// daemon's CPU in a no-tool turn and most of a session.resume.
-	rstmtMu sync.Mutex
-	rstmts  map[string]*sqlx.Stmt
+	rstmtMu  sync.Mutex
+	rstmts   map[string]*sqlx.Stmt
+	rpending map[string]bool // being prepared for a ReadTx, in the background
 
 	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
@@ -851,24 +852,34 @@ func (db *DB) Reads(ctx context.Context) *Reads { return &Reads{ctx: ctx, db: db
 const maxReadStmts = 512
 
 // readStmt returns the cached prepared statement of query on the reader
-// pool, preparing it once; nil on PostgreSQL (pgx caches statements per
-// connection itself), when the cache is full or preparing failed (the
+// pool, preparing it first when prepare is set; nil on PostgreSQL (pgx
+// caches statements per connection itself), when the cache is full, when
+// it is not cached and prepare is not set, or when preparing failed (the
 // caller then runs the query unprepared and reports its error).
-func (db *DB) readStmt(ctx context.Context, query string) *sqlx.Stmt {
+//
+// Preparing takes a connection of the pool: never while holding one (a
+// ReadTx asks with prepare unset, or its readers could all wait for each
+// other's connections), and never under rstmtMu.
+func (db *DB) readStmt(ctx context.Context, query string, prepare bool) *sqlx.Stmt {
 	if db.drv != SQLite {
 		return nil
 	}
 	db.rstmtMu.Lock()
-	defer db.rstmtMu.Unlock()
-	if s, ok := db.rstmts[query]; ok {
+	s, ok := db.rstmts[query]
+	full := len(db.rstmts) >= maxReadStmts
+	db.rstmtMu.Unlock()
+	if ok || !prepare || full || db.closed.Load() {
 		return s
-	}
-	if len(db.rstmts) >= maxReadStmts || db.closed.Load() {
-		return nil
 	}
 	s, err := db.r.PreparexContext(ctx, query)
 	if err != nil {
 		return nil
+	}
+	db.rstmtMu.Lock()
+	defer db.rstmtMu.Unlock()
+	if prev, ok := db.rstmts[query]; ok || db.closed.Load() { // raced with another reader, or Close
+		s.Close()
+		return prev
 	}
 	if db.rstmts == nil {
 		db.rstmts = map[string]*sqlx.Stmt{}
@@ -894,11 +905,45 @@ type Reads struct {
 // stmt is the cached prepared statement of query for r (bound to its read
 // transaction, if any), or nil to run it unprepared.
 func (r *Reads) stmt(query string) *sqlx.Stmt {
-	s := r.db.readStmt(r.ctx, query)
-	if s != nil && r.tx != nil {
-		s = r.tx.StmtxContext(r.ctx, s)
+	// In a read transaction only a statement already cached is used (bound
+	// to the transaction's connection, where database/sql prepares it once);
+	// a miss is prepared on the pool in the background, for the next time.
+	s := r.db.readStmt(r.ctx, query, r.tx == nil)
+	if r.tx == nil {
+		return s
 	}
-	return s
+	if s == nil {
+		r.db.prepareLater(query)
+		return nil
+	}
+	return r.tx.StmtxContext(r.ctx, s)
+}
+
+// prepareLater prepares query on the reader pool in a goroutine (once at a
+// time per query), for a read transaction that may not take a second
+// connection itself.
+func (db *DB) prepareLater(query string) {
+	if db.drv != SQLite || db.closed.Load() {
+		return
+	}
+	db.rstmtMu.Lock()
+	if db.rpending[query] || len(db.rstmts) >= maxReadStmts {
+		db.rstmtMu.Unlock()
+		return
+	}
+	if db.rpending == nil {
+		db.rpending = map[string]bool{}
+	}
+	db.rpending[query] = true
+	db.rstmtMu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), db.opt.BusyTimeout)
+		defer cancel()
+		db.readStmt(ctx, query, true)
+		db.rstmtMu.Lock()
+		delete(db.rpending, query)
+		db.rstmtMu.Unlock()
+	}()
 }
 
 // Get runs a single-row query; sql.ErrNoRows when nothing matched.
