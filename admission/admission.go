@@ -255,6 +255,17 @@ type AdmitRequest struct {
 	// (Receipt's caller interrupts it: AdmitResult.Interrupt); reject
 	// refuses with ErrSessionBusy and stores nothing.
 	WhenBusy protocol.WhenBusy
+	// Start, when set, folds the claim into the admit: when the session is
+	// idle (no started or unknown admission, nothing queued ahead of the new
+	// one) and this daemon owns it (after Take), the same transaction also
+	// starts the new admission as Claim would (the next execution
+	// generation, the user message, admission.updated and turn.started
+	// after the admit's own admission.updated), so that an input to an idle
+	// session costs one commit. Start then runs in that commit's hook, after
+	// the commit and before its turn.started is published, like ClaimWith's
+	// onClaimed; it must not block. The caller sets it only while it can
+	// run the turn now (a reserved scheduler slot: Scheduler.Reserve).
+	Start func(Admission)
 }
 
 // Admit commits a queued admission for req, or returns the existing one
@@ -274,9 +285,14 @@ func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() b
 // asked to stop (0 when none): the caller interrupts it (Scheduler.Interrupt)
 // when it runs here; the request is durable (sessions.interrupt_generation)
 // and announced on the Bus for another owner.
+//
+// Started says the admit also claimed the admission (AdmitRequest.Start):
+// the receipt is then the started one (status started, its
+// execution_generation), and Start ran.
 type AdmitResult struct {
 	Receipt   Receipt
 	Interrupt int64
+	Started   bool
 }
 
 // AdmitWith is Admit returning an AdmitResult.
@@ -315,7 +331,19 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 		if busy.any() && req.WhenBusy == protocol.WhenBusyReject {
 			return fmt.Errorf("%w: session %s %s; when_busy reject stores nothing", ErrSessionBusy, req.SessionID, busy)
 		}
-		if q.MaxQueued > 0 {
+		var seq int64
+		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
+			WHERE session_id = ? RETURNING next_admission_seq - 1`, req.SessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
+		} else if err != nil {
+			return err
+		}
+		// seq-1 admissions came before this one: a session with fewer than
+		// MaxQueued of them cannot have MaxQueued queued, and the count (a
+		// scan of its queued rows) is skipped. (A refusal rolls the seq
+		// back with the rest.)
+		if q.MaxQueued > 0 && seq > int64(q.MaxQueued) {
 			var queued int
 			if err := tx.Get(&queued, `SELECT count(*) FROM session_admissions
 				WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'`, req.SessionID); err != nil {
@@ -324,14 +352,6 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 			if queued >= q.MaxQueued {
 				return fmt.Errorf("%w: %d inputs wait in session %s (limits.max_queued_per_session); retry with backoff", ErrQueueFull, queued, req.SessionID)
 			}
-		}
-		var seq int64
-		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
-			WHERE session_id = ? RETURNING next_admission_seq - 1`, req.SessionID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
-		} else if err != nil {
-			return err
 		}
 		if req.Take {
 			o, err := q.owner(tx, req.SessionID)
@@ -382,19 +402,53 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 			res.Interrupt = busy.Generation
 		}
 		rec = a.Receipt()
-		if rec.Reason, err = waitReason(tx, a, atCapacity); err != nil {
-			return err
+		// Fold the claim in when nothing is ahead of the input and the
+		// session is this daemon's (the capacity is the caller's reserved
+		// slot, so it is not asked).
+		var fold bool
+		var o ownerRow
+		if req.Start != nil && a.Delivery == protocol.DeliveryQueue {
+			reason, err := waitReason(tx, a, nil)
+			if err != nil {
+				return err
+			}
+			if reason == "" {
+				if o, err = q.owner(tx, req.SessionID); err != nil {
+					return err
+				}
+				fold = q.mine(o)
+			}
+		}
+		if !fold {
+			if rec.Reason, err = waitReason(tx, a, atCapacity); err != nil {
+				return err
+			}
 		}
 		// The admit event carries the text, so that other clients can show
 		// a queued input before it starts.
 		ev := rec
 		ev.Text = a.Text
+		if _, err := tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, 0, ev); err != nil {
+			return err
+		}
+		if fold {
+			// The claim's writes and events follow the admit's: clients see
+			// admission.updated queued, then started, then turn.started.
+			switch started, err := q.claimHead(tx, req.SessionID, o, req.Start); {
+			case err == nil:
+				tx.Label("admit+claim")
+				res.Started = true
+				rec = started.Receipt()
+				return nil
+			case !errors.Is(err, ErrNothingQueued): // nothing written then: it stays queued
+				return err
+			}
+		}
 		if q.Bus != nil {
 			// The session's owner may be another daemon: wake it.
 			q.Bus.Notify(tx, cluster.ChannelSessions, a.SessionID)
 		}
-		_, err = tx.AppendEvent(a.SessionID, protocol.EventAdmissionUpdated, a.AdmissionID, 0, ev)
-		return err
+		return nil
 	})
 	res.Receipt = rec
 	return res, store.Classify(err)
@@ -531,52 +585,64 @@ func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admi
 		case st == StatusStarted:
 			return ErrSessionBusy
 		}
-		// One guarded statement takes the head of the FIFO and stamps the
-		// next generation; the NOT EXISTS guard makes a second started row
-		// impossible even if the check above raced.
-		err = tx.Get(&a, `UPDATE session_admissions
-			SET status = 'started',
-			    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?),
-			    owner_epoch = ?, started_at = ?
-			WHERE admission_id = (SELECT admission_id FROM session_admissions
-			                      WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'
-			                      ORDER BY queue_order, seq LIMIT 1)
-			  AND status = 'queued'
-			  AND NOT EXISTS (SELECT 1 FROM session_admissions
-			                  WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown'))
-			RETURNING `+columns, sessionID, q.Daemon, store.Now(), sessionID, sessionID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNothingQueued
-		} else if err != nil {
-			return err
-		}
-		res, err := tx.Exec(`UPDATE sessions SET execution_generation = ? WHERE session_id = ? AND execution_generation = ?`,
-			a.Generation(), sessionID, a.Generation()-1)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("%w: generation of session %s moved during claim", ErrIllegalTransition, sessionID)
-		}
-		a.LeaseEpoch = o.Lease
-		if onClaimed != nil {
-			claimed := a
-			tx.OnCommit(func() { onClaimed(claimed) })
-		}
-		if _, err := tx.AppendMessage(sessionID, a.AdmissionID, transcript.RoleUser, a.Text, nil, "", ""); err != nil {
-			return err
-		}
-		if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
-			return err
-		}
-		started := protocol.TurnStartedPayload{InputID: a.InputID, Text: a.Text}
-		if a.Sender.Valid {
-			started.Sender = protocol.DecodeSender([]byte(a.Sender.String))
-		}
-		_, err = tx.AppendEvent(sessionID, protocol.EventTurnStarted, a.AdmissionID, a.Generation(), started)
+		a, err = q.claimHead(tx, sessionID, o, onClaimed)
 		return err
 	})
 	return a, store.Classify(err)
+}
+
+// claimHead starts the head of sessionID's FIFO in tx, for its owner o
+// (this daemon; the caller checked): the next execution generation, the
+// user message, admission.updated and turn.started. onClaimed, when not
+// nil, runs in the commit hook before those events are published.
+// ErrNothingQueued when nothing is queued or a started or unknown
+// admission holds the session (nothing was written then).
+func (q *Queue) claimHead(tx *store.Tx, sessionID string, o ownerRow, onClaimed func(Admission)) (Admission, error) {
+	var a Admission
+	// One guarded statement takes the head of the FIFO and stamps the
+	// next generation; the NOT EXISTS guard makes a second started row
+	// impossible whatever the caller checked.
+	err := tx.Get(&a, `UPDATE session_admissions
+		SET status = 'started',
+		    execution_generation = (SELECT execution_generation + 1 FROM sessions WHERE session_id = ?),
+		    owner_epoch = ?, started_at = ?
+		WHERE admission_id = (SELECT admission_id FROM session_admissions
+		                      WHERE status <> 'terminal' AND target_session_id = ? AND status = 'queued'
+		                      ORDER BY queue_order, seq LIMIT 1)
+		  AND status = 'queued'
+		  AND NOT EXISTS (SELECT 1 FROM session_admissions
+		                  WHERE status <> 'terminal' AND target_session_id = ? AND status IN ('started', 'unknown'))
+		RETURNING `+columns, sessionID, q.Daemon, store.Now(), sessionID, sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, ErrNothingQueued
+	} else if err != nil {
+		return a, err
+	}
+	res, err := tx.Exec(`UPDATE sessions SET execution_generation = ? WHERE session_id = ? AND execution_generation = ?`,
+		a.Generation(), sessionID, a.Generation()-1)
+	if err != nil {
+		return a, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return a, fmt.Errorf("%w: generation of session %s moved during claim", ErrIllegalTransition, sessionID)
+	}
+	a.LeaseEpoch = o.Lease
+	if onClaimed != nil {
+		claimed := a
+		tx.OnCommit(func() { onClaimed(claimed) })
+	}
+	if _, err := tx.AppendMessage(sessionID, a.AdmissionID, transcript.RoleUser, a.Text, nil, "", ""); err != nil {
+		return a, err
+	}
+	if _, err := tx.AppendEvent(sessionID, protocol.EventAdmissionUpdated, a.AdmissionID, a.Generation(), a.Receipt()); err != nil {
+		return a, err
+	}
+	started := protocol.TurnStartedPayload{InputID: a.InputID, Text: a.Text}
+	if a.Sender.Valid {
+		started.Sender = protocol.DecodeSender([]byte(a.Sender.String))
+	}
+	_, err = tx.AppendEvent(sessionID, protocol.EventTurnStarted, a.AdmissionID, a.Generation(), started)
+	return a, err
 }
 
 // SettleHook runs inside a settle or resolve transaction, e.g. to close the
@@ -591,15 +657,31 @@ type SettleHook func(tx *store.Tx, a Admission, resolution string) error
 // the same transaction. Errors: ErrStaleGeneration when the row is not
 // started with that generation any more, ErrNotFound.
 func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errText string, hook SettleHook) (Admission, error) {
+	out, _, err := q.SettleNext(ctx, a, outcome, errText, hook, nil)
+	return out, err
+}
+
+// SettleNext is Settle folding the claim of the session's next input into
+// the settle's transaction: when next is not nil, this daemon still owns
+// the session and an admission is queued (and nothing unknown holds the
+// FIFO), the same commit that settles a also starts the head of the FIFO
+// as Claim would, its events after a's turn.completed, and next runs in
+// that commit's hook before they are published (like ClaimWith's
+// onClaimed; it must not block). started is the claimed admission, its
+// AdmissionID "" when nothing was claimed. The caller passes next only
+// while it can run the turn (the slot of the turn it settles). Errors are
+// Settle's; nothing to claim is not one.
+func (q *Queue) SettleNext(ctx context.Context, a Admission, outcome Outcome, errText string, hook SettleHook, next func(Admission)) (settled, started Admission, err error) {
 	if outcome == OutcomeCancelled {
-		return a, fmt.Errorf("%w: a started admission cannot be cancelled", ErrIllegalTransition)
+		return a, started, fmt.Errorf("%w: a started admission cannot be cancelled", ErrIllegalTransition)
 	}
 	if a.Generation() <= 0 {
 		// transition treats generation 0 as "any": a started row always has one.
-		return a, fmt.Errorf("%w: execution_generation must be positive", ErrStaleGeneration)
+		return a, started, fmt.Errorf("%w: execution_generation must be positive", ErrStaleGeneration)
 	}
 	var out Admission
-	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
+	err = q.DB.InTx(ctx, func(tx *store.Tx) error {
+		started = Admission{}
 		tx.Label("settle")
 		// The fence: a daemon that lost the session settles nothing.
 		// (A stale admission or generation is explained by transition.)
@@ -641,10 +723,28 @@ func (q *Queue) Settle(ctx context.Context, a Admission, outcome Outcome, errTex
 			return err
 		}
 		payload := protocol.TurnCompletedPayload{Outcome: outcome, Error: errText}
-		_, err = tx.AppendEvent(a.SessionID, protocol.EventTurnCompleted, a.AdmissionID, a.Generation(), payload)
-		return err
+		if _, err = tx.AppendEvent(a.SessionID, protocol.EventTurnCompleted, a.AdmissionID, a.Generation(), payload); err != nil || next == nil {
+			return err
+		}
+		// The next input, in the same commit: turn N is terminal before
+		// turn N+1 starts, and a crash leaves either both or neither.
+		o, err := q.owner(tx, a.SessionID)
+		if err != nil || !q.mine(o) {
+			return err
+		}
+		if st, err := holder(tx, a.SessionID); err != nil || st != "" {
+			return err
+		}
+		switch c, err := q.claimHead(tx, a.SessionID, o, next); {
+		case err == nil:
+			started = c
+			tx.Label("settle+claim")
+		case !errors.Is(err, ErrNothingQueued):
+			return err
+		}
+		return nil
 	})
-	return out, store.Classify(err)
+	return out, started, store.Classify(err)
 }
 
 // transition moves one row from `from` (with generation gen when gen > 0)

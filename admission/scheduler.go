@@ -96,6 +96,16 @@ type Scheduler struct {
 	// timer (nil if none), claimBackoff its delay, doubled per failure.
 	claimRetry   *time.Timer
 	claimBackoff time.Duration
+	// Claims folded into another transaction (an admit holding a
+	// Reservation, a settle claiming its session's next input): reserved
+	// slots count against max until they start or are released, and Stop
+	// waits for the transactions in flight (reserving) before it cancels
+	// the running turns, so that none starts after that.
+	reserved  map[string]bool // sessions with a reserved slot
+	reserving sync.WaitGroup
+	// deferred: sessions whose Wake came while their turn ran (the pass
+	// dropped them); the end of that turn wakes them again.
+	deferred map[string]bool
 }
 
 // Backoff bounds of the retries after a store failure (claim and settle).
@@ -116,7 +126,7 @@ func NewScheduler(q *Queue, exec Executor, max int, hook SettleHook, log *slog.L
 		log = slog.Default()
 	}
 	return &Scheduler{q: q, exec: exec, max: max, hook: hook, log: log,
-		running: map[string]*run{}, candidates: map[string]int64{}, wake: make(chan struct{}, 1)}
+		running: map[string]*run{}, candidates: map[string]int64{}, reserved: map[string]bool{}, deferred: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // Start launches the scheduling loop; sessions lists the sessions with
@@ -199,14 +209,15 @@ func (s *Scheduler) schedule() {
 	defer s.claimMu.Unlock()
 	for {
 		s.mu.Lock()
-		if s.stopping || s.fenced || len(s.running) >= s.max || len(s.candidates) == 0 {
+		if s.stopping || s.fenced || len(s.running)+len(s.reserved) >= s.max || len(s.candidates) == 0 {
 			s.mu.Unlock()
 			return
 		}
 		ids := make([]string, 0, len(s.candidates))
 		for id := range s.candidates {
-			if _, busy := s.running[id]; busy {
-				delete(s.candidates, id) // its settle wakes it again
+			if _, busy := s.running[id]; busy || s.reserved[id] {
+				delete(s.candidates, id) // its settle (or admit) wakes it again
+				s.deferred[id] = true
 				continue
 			}
 			ids = append(ids, id)
@@ -219,7 +230,7 @@ func (s *Scheduler) schedule() {
 		progressed := false
 		for _, id := range ids {
 			s.mu.Lock()
-			stop := s.stopping || s.fenced || len(s.running) >= s.max
+			stop := s.stopping || s.fenced || len(s.running)+len(s.reserved) >= s.max
 			if !stop {
 				// Taken off before the claim, never after: a Wake that
 				// arrives while the claim runs (an admit, or the settle of
@@ -265,6 +276,79 @@ func (s *Scheduler) schedule() {
 			return
 		}
 	}
+}
+
+// Reservation is a scheduler slot held for one idle session while the
+// admit of an input to it commits (AdmitRequest.Start = Reservation.Start),
+// so that the admit may start the input in its own transaction. Release it
+// when the admit returned, whatever happened.
+type Reservation struct {
+	s         *Scheduler
+	sessionID string
+	started   bool
+}
+
+// Reserve holds a slot for sessionID when a turn could start there now:
+// the scheduler is neither stopping nor fenced, no turn of the session runs
+// or is reserved, and a slot is free beyond the running turns, the other
+// reservations and the sessions already waiting for one (they go first).
+// It returns nil otherwise; the admit then only queues the input and the
+// scheduler claims it (Wake).
+func (s *Scheduler) Reserve(sessionID string) *Reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || s.fenced || s.reserved[sessionID] || s.ctx == nil || s.ctx.Err() != nil {
+		return nil
+	}
+	if _, busy := s.running[sessionID]; busy {
+		return nil
+	}
+	waiting := len(s.candidates)
+	if _, ok := s.candidates[sessionID]; ok {
+		waiting--
+	}
+	if len(s.running)+len(s.reserved)+waiting >= s.max {
+		return nil
+	}
+	s.reserved[sessionID] = true
+	s.reserving.Add(1)
+	return &Reservation{s: s, sessionID: sessionID}
+}
+
+// Start registers the turn of a, claimed by the admit's transaction, and
+// starts running it: the commit hook of that transaction (it must run
+// before the turn's events are published).
+func (r *Reservation) Start(a Admission) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.started = true
+	delete(r.s.reserved, r.sessionID)
+	r.s.startLocked(a)
+}
+
+// Release ends the reservation: a slot that did not start a turn is free
+// again (and the sessions waiting for one are woken).
+func (r *Reservation) Release() {
+	s := r.s
+	s.mu.Lock()
+	if !r.started {
+		delete(s.reserved, r.sessionID)
+		if s.deferred[r.sessionID] { // a Wake dropped while it was reserved
+			delete(s.deferred, r.sessionID)
+			if _, ok := s.candidates[r.sessionID]; !ok {
+				s.order++
+				s.candidates[r.sessionID] = s.order
+			}
+		}
+		if len(s.candidates) > 0 {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.reserving.Done()
 }
 
 // retryClaimLocked arms the claim retry timer unless one is pending and
@@ -317,10 +401,14 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	// started row behind, or the session would start nothing more. Only a
 	// graceful stop that gave up waiting (Stop's ctx ended) abandons it;
 	// the row then becomes unknown at the next boot.
-	final, err := s.settle(r, outcome, errText, res.Finish)
+	next := s.foldNext(ctx, r)
+	final, started, err := s.settle(r, outcome, errText, res.Finish, next)
 	if fe := (*finishError)(nil); errors.As(err, &fe) {
 		s.log.Error("a turn's final write failed; settling it failed without it", "admission_id", r.a.AdmissionID, "err", fe.err)
-		final, err = s.settle(r, OutcomeFailed, fmt.Sprintf("persist the turn's end: %v", fe.err), nil)
+		final, started, err = s.settle(r, OutcomeFailed, fmt.Sprintf("persist the turn's end: %v", fe.err), nil, next)
+	}
+	if next != nil {
+		s.reserving.Done()
 	}
 	switch {
 	case errors.Is(err, ErrFenced) || (err != nil && errors.Is(context.Cause(ctx), ErrLeaseLost)):
@@ -332,13 +420,25 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	}
 	s.mu.Lock()
 	r.final, r.err = final, err
-	delete(s.running, r.a.SessionID)
+	if s.running[r.a.SessionID] == r { // else the settle started the next turn in its place
+		delete(s.running, r.a.SessionID)
+	}
 	close(r.done)
+	// A settle that could claim (next) and started nothing found nothing
+	// queued in its transaction: the session needs another pass only if a
+	// Wake for it was dropped while the turn ran (an admit that committed
+	// after that settle woke it itself, or started its input).
+	deferred := s.deferred[r.a.SessionID]
+	delete(s.deferred, r.a.SessionID)
 	s.mu.Unlock()
-	if err == nil {
-		s.Wake(r.a.SessionID)
-	} else {
+	if err == nil && started.AdmissionID != "" {
+		return // the slot went to the session's next turn
+	}
+	switch {
+	case err != nil:
 		s.Wake()
+	case next == nil || deferred:
+		s.Wake(r.a.SessionID)
 	}
 	// A freed slot may let other sessions start.
 	s.mu.Lock()
@@ -351,11 +451,40 @@ func (s *Scheduler) execute(ctx context.Context, r *run) {
 	s.mu.Unlock()
 }
 
+// foldNext returns the hook that lets r's settle claim its session's next
+// input in the same transaction (Queue.SettleNext), taking r's slot, or nil
+// when it must not: the scheduler is stopping or fenced, r lost its lease,
+// or other sessions wait for a slot (they go first: the settle frees it and
+// the scheduling pass claims for them). A non-nil hook counts in reserving
+// until the settle returned (the caller calls Done).
+func (s *Scheduler) foldNext(ctx context.Context, r *run) func(Admission) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || s.fenced || s.ctx.Err() != nil || errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(context.Cause(ctx), ErrStopping) {
+		return nil
+	}
+	waiting := len(s.candidates)
+	if _, ok := s.candidates[r.a.SessionID]; ok {
+		waiting--
+	}
+	if len(s.running)-1+len(s.reserved)+waiting >= s.max {
+		return nil
+	}
+	s.reserving.Add(1)
+	return func(a Admission) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.candidates, a.SessionID) // started: a Wake for it is answered
+		s.startLocked(a)
+	}
+}
+
 // settle settles r, running finish (when not nil) first in the same
-// transaction, retrying store failures with a backoff from retryMin to
-// retryMax until it commits, fails for good (stale, not found, illegal, a
-// finishError) or the scheduler is torn down.
-func (s *Scheduler) settle(r *run, outcome Outcome, errText string, finish func(*store.Tx) error) (Admission, error) {
+// transaction and claiming the session's next input with next (when not
+// nil; Queue.SettleNext), retrying store failures with a backoff from
+// retryMin to retryMax until it commits, fails for good (stale, not found,
+// illegal, a finishError) or the scheduler is torn down.
+func (s *Scheduler) settle(r *run, outcome Outcome, errText string, finish func(*store.Tx) error, next func(Admission)) (Admission, Admission, error) {
 	hook := s.hook
 	if finish != nil {
 		hook = func(tx *store.Tx, a Admission, resolution string) error {
@@ -373,9 +502,9 @@ func (s *Scheduler) settle(r *run, outcome Outcome, errText string, finish func(
 	}
 	backoff := retryMin
 	for attempt := 1; ; attempt++ {
-		final, err := s.q.Settle(context.Background(), r.a, outcome, errText, hook)
+		final, started, err := s.q.SettleNext(context.Background(), r.a, outcome, errText, hook, next)
 		if err == nil || !isRetryable(err) {
-			return final, err
+			return final, started, err
 		}
 		if attempt == 1 || attempt%10 == 0 {
 			s.log.Warn("settle failed; retrying until the store recovers",
@@ -386,7 +515,7 @@ func (s *Scheduler) settle(r *run, outcome Outcome, errText string, finish func(
 		case <-t.C:
 		case <-s.ctx.Done():
 			t.Stop()
-			return final, err
+			return final, Admission{}, err
 		}
 		backoff = min(2*backoff, retryMax)
 	}
@@ -438,6 +567,14 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.claimMu.Lock()
 	//lint:ignore SA2001 the empty critical section is the barrier: it waits for the pass that holds claimMu
 	s.claimMu.Unlock()
+	// The same for the claims folded into admits and settles in flight
+	// (no new one begins once stopping is set).
+	reserved := make(chan struct{})
+	go func() { s.reserving.Wait(); close(reserved) }()
+	select {
+	case <-reserved:
+	case <-ctx.Done():
+	}
 	s.mu.Lock()
 	for _, r := range s.running {
 		r.cancel(ErrStopping)

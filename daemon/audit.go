@@ -106,20 +106,22 @@ func (d *Daemon) auditAnswer(c *rpc.Conn, p protocol.RespondParams, kind, status
 // counted (metrics), audited when it is a transition an operator may have
 // to account for, then published to subscribers.
 func (d *Daemon) observeEvent(e store.Event) {
-	d.metrics.observe(e)
-	d.auditEvent(e)
+	// Decoded once for the metrics and the audit (this runs on the store's
+	// committer goroutine, between group commits). An event whose payload
+	// does not decode is logged as an error, neither counted nor audited
+	// (the daemon wrote it: that is a bug).
+	if pl, err := protocol.DecodeEvent(protocol.EventType(e.Type), e.Payload); err != nil {
+		d.log.Error("audit: undecodable event", "session_id", e.SessionID, "seq", e.Seq, "err", err)
+	} else {
+		d.metrics.observe(e, pl)
+		d.auditEvent(e, pl)
+	}
 	d.hub.publish(e)
 }
 
-// auditEvent writes the audit line of a committed event, if it has one.
-// An event whose payload does not decode is logged as an error, not
-// audited (the daemon wrote it: that is a bug).
-func (d *Daemon) auditEvent(e store.Event) {
-	pl, err := protocol.DecodeEvent(protocol.EventType(e.Type), e.Payload)
-	if err != nil {
-		d.log.Error("audit: undecodable event", "session_id", e.SessionID, "seq", e.Seq, "err", err)
-		return
-	}
+// auditEvent writes the audit line of a committed event e, if it has one;
+// pl is its decoded payload (protocol.DecodeEvent).
+func (d *Daemon) auditEvent(e store.Event, pl any) {
 	adm := ""
 	if e.AdmissionID != nil {
 		adm = *e.AdmissionID

@@ -294,8 +294,15 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.Submi
 	if d.draining.Load() {
 		return protocol.Receipt{}, protocol.Errorf(protocol.ReasonDraining, "the daemon is stopping and admits nothing new; retry after it restarts")
 	}
-	res, err := d.queue.AdmitWith(ctx, admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
-		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0, WhenBusy: p.WhenBusy}, d.sched.AtCapacity)
+	req := admission.AdmitRequest{SessionID: p.SessionID, InputID: p.InputID,
+		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0, WhenBusy: p.WhenBusy}
+	// While a slot is free, an input to an idle session starts in the
+	// admit's own commit (one commit instead of admit, then claim).
+	if r := d.sched.Reserve(p.SessionID); r != nil {
+		defer r.Release()
+		req.Start = r.Start
+	}
+	res, err := d.queue.AdmitWith(ctx, req, d.sched.AtCapacity)
 	if err != nil {
 		return protocol.Receipt{}, err
 	}
@@ -312,7 +319,7 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.Submi
 			}
 		}()
 	}
-	if !rec.Duplicate {
+	if !rec.Duplicate && !res.Started {
 		d.sched.Wake(p.SessionID)
 	}
 	return receiptToWire(rec), nil

@@ -114,11 +114,7 @@ func (m *metrics) observeCommit(d time.Duration, _ int) { m.storeCommit.Observe(
 func (m *metrics) timeSubmit(start time.Time) { m.submitLatency.Observe(time.Since(start).Seconds()) }
 
 // observe counts a committed event.
-func (m *metrics) observe(e store.Event) {
-	pl, err := protocol.DecodeEvent(protocol.EventType(e.Type), e.Payload)
-	if err != nil {
-		return // not counted; auditEvent logs it
-	}
+func (m *metrics) observe(e store.Event, pl any) {
 	switch p := pl.(type) {
 	case protocol.Receipt:
 		if p.Status == protocol.StatusTerminal && p.Outcome != nil {

@@ -1,6 +1,7 @@
 package journeys
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,10 +18,37 @@ func TestSimpleTurn(t *testing.T) {
 	c := d.Dial(t)
 	s := createSession(t, c, map[string]any{})
 	r := submit(t, c, s.SessionID, "in-1", "hello there")
-	if r.Status != "queued" || r.Duplicate || r.Seq != 1 {
+	// The session was idle: the admit's commit also started the input
+	// (issue 28), so the receipt is the started one.
+	if r.Status != "started" || r.ExecutionGeneration == nil || *r.ExecutionGeneration != 1 || r.Reason != "" || r.Duplicate || r.Seq != 1 {
 		t.Fatalf("receipt = %+v", r)
 	}
 	c.WaitEvent(t, wait, func(e fixtures.Event) bool { return e.Type == "turn.completed" && e.AdmissionID == r.AdmissionID })
+	// The client still sees queued, started, turn.started, in seq order.
+	var seen []string
+	var lastSeq int64
+	for _, e := range c.Events() {
+		if e.AdmissionID != r.AdmissionID || e.Seq == nil {
+			continue
+		}
+		if *e.Seq <= lastSeq {
+			t.Fatalf("event seq %d after %d", *e.Seq, lastSeq)
+		}
+		lastSeq = *e.Seq
+		typ := e.Type
+		if typ == "admission.updated" {
+			var p receipt
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			typ += ":" + p.Status
+		}
+		seen = append(seen, typ)
+	}
+	if len(seen) < 4 || seen[0] != "admission.updated:queued" || seen[1] != "admission.updated:started" || seen[2] != "turn.started" ||
+		seen[len(seen)-1] != "turn.completed" {
+		t.Fatalf("events of the turn: %v", seen)
+	}
 	snap := resume(t, c, s.SessionID)
 	if len(snap.Messages) != 2 || snap.Messages[0].Content != "hello there" || snap.Messages[1].Content != "general kenobi" {
 		t.Fatalf("messages = %+v", snap.Messages)

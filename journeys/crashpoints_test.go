@@ -3,7 +3,9 @@ package journeys
 // A crash at every commit boundary (issue 27, PROTOCOL.md section 10.4).
 // One scripted journey — two sessions, a streamed answer, a safe command,
 // an approved dangerous command, a denied one, a clarification, a queued
-// input cancelled, a held turn interrupted, a last input to each session —
+// input cancelled, another queued input that the held turn's interrupted
+// settle starts in its own commit (settle+claim), a last input to each
+// session —
 // is run once on a -tags faultinject build with SESSIOND_FAULT_TRACE=1 to
 // count (and name) the durable write transactions of the daemon's process,
 // then once per boundary, with SESSIOND_FAULT=crash-before-commit:N and
@@ -60,6 +62,7 @@ func cpInputs() []crashcheck.Input {
 		{ID: "clarify", Session: 1, Text: "s2: ask me something", Want: []string{"completed"}},
 		{ID: "hold", Session: 1, Text: "s2: hold the turn", Want: []string{"interrupted"}},
 		{ID: "cancel", Session: 1, Text: "s2: queued, then cancelled", Want: []string{"cancelled", "completed"}},
+		{ID: "next", Session: 1, Text: "s2: queued, started by the interrupt's settle", Want: []string{"completed"}},
 		{ID: "last1", Session: 0, Text: "s1: the last input", Want: []string{"completed"}},
 		{ID: "last2", Session: 1, Text: "s2: the last input", Want: []string{"completed"}},
 	}
@@ -404,7 +407,8 @@ func (r *cpRun) journey() error {
 }
 
 // holdCancelInterrupt: a turn held in the model, an input queued behind it
-// and cancelled, then the turn interrupted.
+// and cancelled, another queued behind it, then the turn interrupted (its
+// settle starts the other).
 func (r *cpRun) holdCancelInterrupt() error {
 	holdText := r.inputs["hold"].Text
 	before := len(r.m.RequestsWithLastUser(holdText))
@@ -440,6 +444,14 @@ func (r *cpRun) holdCancelInterrupt() error {
 		} else if err != nil && !isRefusal(err) {
 			return err
 		}
+	}
+	// Queued behind the held turn: its interrupted settle starts this one
+	// in the same commit (settle+claim, issue 28).
+	next, err := r.submit("next")
+	if err != nil {
+		return err
+	}
+	if live && queued != "" {
 		var ir map[string]any
 		if err := r.call("session.interrupt", map[string]any{"session_id": r.rec.Sessions[1]}, &ir); err != nil && !isRefusal(err) {
 			return err
@@ -449,9 +461,11 @@ func (r *cpRun) holdCancelInterrupt() error {
 		return err
 	}
 	if queued != "" {
-		return r.settle(queued, nil)
+		if err := r.settle(queued, nil); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.settle(next, nil)
 }
 
 // recover brings the journey back after the fault: a restart on the same

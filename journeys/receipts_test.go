@@ -37,7 +37,8 @@ func TestDurableReceipts(t *testing.T) {
 
 	// A completed input.
 	done := submit(t, c, s1, "done-1", doneText)
-	if done.Status != "queued" || done.Duplicate || done.Seq != 1 {
+	// The session was idle: admitted and started in one commit (issue 28).
+	if done.Status != "started" || done.ExecutionGeneration == nil || *done.ExecutionGeneration != 1 || done.Duplicate || done.Seq != 1 {
 		t.Fatalf("first receipt = %+v", done)
 	}
 	if out := waitTurn(t, c, done.AdmissionID); out != "completed" {
