@@ -239,9 +239,10 @@ func readMigrations(dir string) ([]migration, error) {
 // locks fn takes: Tx.LockSessions, FOR UPDATE SKIP LOCKED, guarded
 // statements; docs/scale-out.md audits every transaction), and runs again
 // (at most pgMaxAttempts times, after a jittered backoff) when the
-// transaction deadlocked (40P01) or failed to serialize (40001). The OnCommit hooks of an attempt that did
-// not commit are dropped. After COMMIT the hooks run in commit order (see
-// sequencer), so that the event sink sees a session's events in seq order.
+// transaction deadlocked (40P01) or failed to serialize (40001). The
+// OnCommit hooks of an attempt that did not commit are dropped. After
+// COMMIT the hooks run in commit order (see sequencer), so that the event
+// sink sees a session's events in seq order.
 func (db *DB) inTxPostgres(ctx context.Context, caller string, fn func(*Tx) error) error {
 	var err error
 	for attempt := 0; attempt < pgMaxAttempts; attempt++ {
