@@ -303,6 +303,11 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("admit")
 		res = AdmitResult{}
+		// First: a concurrent admit of the same input_id waits here, then
+		// finds this one's row (the digest dedupe below).
+		if err := tx.LockSessions(req.SessionID); err != nil {
+			return err
+		}
 		existing, err := get(tx, `target_session_id = ? AND request_id = ?`, req.SessionID, req.InputID)
 		switch {
 		case err == nil:
@@ -567,6 +572,9 @@ func (q *Queue) claim(ctx context.Context, sessionID string, onClaimed func(Admi
 	var a Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("claim")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		o, err := q.owner(tx, sessionID)
 		if err != nil {
 			return err
@@ -683,6 +691,9 @@ func (q *Queue) SettleNext(ctx context.Context, a Admission, outcome Outcome, er
 	err = q.DB.InTx(ctx, func(tx *store.Tx) error {
 		started = Admission{}
 		tx.Label("settle")
+		if err := tx.LockSessions(a.SessionID); err != nil {
+			return err
+		}
 		// The fence: a daemon that lost the session settles nothing.
 		// (A stale admission or generation is explained by transition.)
 		if err := a.Execution().Check(tx); err != nil {
@@ -787,6 +798,9 @@ func (q *Queue) Cancel(ctx context.Context, sessionID, admissionID string) (Admi
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("cancel")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		var err error
 		if out, err = transition(tx, sessionID, admissionID, StatusQueued, 0, OutcomeCancelled, ""); err != nil {
 			return err
@@ -813,6 +827,9 @@ func (q *Queue) ResolveUnknownBy(ctx context.Context, sessionID, admissionID str
 	var out Admission
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("resolve_unknown")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		if gen <= 0 { // transition treats 0 as "any generation"; explain instead
 			return explain(tx, sessionID, admissionID, StatusUnknown, gen)
 		}

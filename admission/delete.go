@@ -24,6 +24,9 @@ import (
 func (q *Queue) DeleteSession(ctx context.Context, sessionID string) error {
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("session.delete")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		st, err := holder(tx, sessionID)
 		if err == nil && st == "" {
 			var queued []string

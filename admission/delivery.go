@@ -178,6 +178,9 @@ func (q *Queue) Update(ctx context.Context, sessionID, admissionID, text string,
 	digest := Digest(text, attachments)
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("prompt.update")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		err := tx.Get(&out, `UPDATE session_admissions SET text = ?, attachments = ?, edited_digest = ?
 			WHERE admission_id = ? AND target_session_id = ? AND status = 'queued'
 			RETURNING `+columns, text, att, digest, admissionID, sessionID)
@@ -208,6 +211,9 @@ func (q *Queue) Move(ctx context.Context, sessionID, admissionID, before string)
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("prompt.move")
 		order = nil
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		rows, err := queuedRows(tx, sessionID)
 		if err != nil {
 			return err

@@ -108,8 +108,17 @@ func (e Execution) judge(r fenceRow) error {
 // still owned by e.Daemon under e.LeaseEpoch (any epoch when 0); a
 // *FenceError (errors.Is ErrFenced and ErrStaleGeneration) otherwise. Other
 // errors are the store's. Every write of a turn runs it first in its
-// transaction, so a write of a stale execution never commits.
+// transaction, so a write of a stale execution never commits. In a write
+// transaction (a *store.Tx) it first takes the session row's lock
+// (Tx.LockSessions): on PostgreSQL under READ COMMITTED, a takeover, a
+// settle or a claim of the session then cannot commit between the check
+// and this transaction's commit.
 func (e Execution) Check(tx store.Queryer) error {
+	if t, ok := tx.(*store.Tx); ok {
+		if err := t.LockSessions(e.SessionID); err != nil {
+			return err
+		}
+	}
 	r, err := e.read(tx)
 	if err != nil {
 		return err
@@ -123,6 +132,11 @@ func (e Execution) Check(tx store.Queryer) error {
 // was requested for its generation. The daemon that runs the execution
 // also asks its scheduler (IsLive).
 func (e Execution) CheckAnswerable(tx store.Queryer, d cluster.Dialect) error {
+	if t, ok := tx.(*store.Tx); ok {
+		if err := t.LockSessions(e.SessionID); err != nil {
+			return err
+		}
+	}
 	r, err := e.read(tx)
 	if err != nil {
 		return err

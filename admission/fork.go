@@ -54,6 +54,10 @@ func (q *Queue) Fork(ctx context.Context, req ForkRequest) (string, error) {
 	var id string
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("session.fork")
+		// The source's turns cannot move while its rows are copied.
+		if err := tx.LockSessions(req.SessionID); err != nil {
+			return err
+		}
 		src, err := store.GetSession(tx, req.SessionID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)

@@ -12,5 +12,6 @@ import (
 // one driver's mechanics in its pass only), and fails the package's run
 // when a goroutine outlives its tests.
 func TestMain(m *testing.M) {
-	os.Exit(storetest.Main(m, storetest.Select(store.SQLite, TestStorageFull)))
+	os.Exit(storetest.Main(m, storetest.Select(store.SQLite, TestStorageFull),
+		storetest.Select(store.Postgres, TestFencedWriteRacesTakeover)))
 }

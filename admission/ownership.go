@@ -80,6 +80,9 @@ func (q *Queue) takeable(o ownerRow) bool {
 func (q *Queue) Take(ctx context.Context, sessionID string) (t Taken, ok bool, err error) {
 	err = q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("take")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		o, err := q.owner(tx, sessionID)
 		if err != nil {
 			return err

@@ -167,6 +167,9 @@ func StartedIn(ctx context.Context, db *store.DB, sessionID string) (a Admission
 func (q *Queue) RequestInterrupt(ctx context.Context, sessionID string, gen int64) error {
 	return q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("interrupt")
+		if err := tx.LockSessions(sessionID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(`UPDATE sessions SET interrupt_generation = ? WHERE session_id = ?`, gen, sessionID); err != nil {
 			return err
 		}

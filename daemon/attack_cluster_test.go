@@ -301,6 +301,49 @@ func TestAttackClusterSameInputOnTwoDaemonsAtOnce(t *testing.T) {
 	})
 }
 
+// TestAttackClusterCreateSameRequestOnTwoDaemonsAtOnce: session.create
+// with one request_id on both daemons at the same moment, many times:
+// both answer with one session (never an error, never two sessions).
+// On PostgreSQL (READ COMMITTED) both may miss each other's row in the
+// look-up; the INSERT ... ON CONFLICT (create_request_id) DO NOTHING and
+// the re-read make the loser answer with the winner's session. Seen
+// failing without them: a unique violation on
+// sessions_create_request_id_key reached the client.
+func TestAttackClusterCreateSameRequestOnTwoDaemonsAtOnce(t *testing.T) {
+	bothStores(t, func(t *testing.T, st sharedStore) {
+		e := newClusterEnv(t, st, func(m *fixtures.FakeModel) { m.Default(fixtures.Reply{Text: "ok"}) })
+		cwd := t.TempDir()
+		for i := range 25 {
+			req := fmt.Sprintf("create-%d", i)
+			snaps := make([]protocol.Snapshot, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for j, c := range []*fixtures.Client{e.ca, e.cb} {
+				wg.Go(func() {
+					<-start
+					errs[j] = c.Call(context.Background(), protocol.MethodSessionCreate,
+						map[string]any{"cwd": cwd, "request_id": req}, &snaps[j])
+				})
+			}
+			close(start)
+			wg.Wait()
+			for j := range errs {
+				if errs[j] != nil {
+					t.Fatalf("round %d: session.create on daemon %d: %v", i, j, errs[j])
+				}
+			}
+			if snaps[0].SessionID != snaps[1].SessionID {
+				t.Fatalf("round %d: request_id %s created %s and %s, want one session", i, req, snaps[0].SessionID, snaps[1].SessionID)
+			}
+		}
+		var n int
+		if err := e.b.db.Get(context.Background(), &n, `SELECT count(*) FROM sessions WHERE create_request_id LIKE 'create-%'`); err != nil || n != 25 {
+			t.Fatalf("%d sessions (%v), want 25", n, err)
+		}
+	})
+}
+
 // TestAttackClusterApproveTwiceThenInterruptElsewhere: a command's
 // approval is answered on A (which runs the turn) and on B at the same
 // moment: one answer resolves it, the other is already_resolved, and the

@@ -226,6 +226,11 @@ type StoreConfig struct {
 	// (?sslmode=..., ?host=/socket/dir). Logs and daemon.info never show
 	// its password.
 	DSN string `yaml:"dsn"`
+	// MaxConns sizes the PostgreSQL connection pool (write transactions
+	// and reads; the LISTEN connection and the lease's reserved one come
+	// on top), 1-1000. 0 (the default): 16. The DSN's pool_max_conns
+	// parameter, when present, wins. Refused with driver sqlite.
+	MaxConns int `yaml:"max_conns"`
 }
 
 // StoreOptions is the store's driver and DSN from c.Store (validated).
@@ -474,6 +479,10 @@ func (s StoreConfig) validate() error {
 	switch {
 	case d == store.SQLite && s.DSN != "":
 		return fmt.Errorf("store.dsn: set for driver sqlite, which keeps state.db in the home; remove it or say store.driver: postgres")
+	case d == store.SQLite && s.MaxConns != 0:
+		return fmt.Errorf("store.max_conns: set for driver sqlite, which has one writer connection; remove it or say store.driver: postgres")
+	case s.MaxConns < 0 || s.MaxConns > store.MaxPoolConns:
+		return fmt.Errorf("store.max_conns: must be 1-%d (0: the default, 16), got %d", store.MaxPoolConns, s.MaxConns)
 	case d == store.Postgres:
 		if err := store.CheckDSN(s.DSN); err != nil {
 			return fmt.Errorf("store.dsn: %w", err)

@@ -21,6 +21,11 @@ func TestConfigStore(t *testing.T) {
 		"store: {dsn: 'postgres://u:hunter2@/db'}":                           "store.dsn: DSN postgres://u:xxxxx@/db names no host",
 		"store: {dsn: 'postgres://u:hunter2@h:port/db'}":                     "store.dsn: DSN is not a URL",
 		"store: {driver: postgres, dsn: 'host=h dbname=d password=hunter2'}": "store.dsn: DSN must be a postgres:// or postgresql:// URL",
+		"store: {max_conns: 4}":                                              "store.max_conns: set for driver sqlite",
+		"store: {dsn: 'postgres://u@h/db', max_conns: -1}":                   "store.max_conns: must be 1-1000 (0: the default, 16), got -1",
+		"store: {dsn: 'postgres://u@h/db', max_conns: 1001}":                 "store.max_conns: must be 1-1000 (0: the default, 16), got 1001",
+		"store: {dsn: 'postgres://u:hunter2@h/db?pool_max_conns=0'}":         `store.dsn: DSN postgres://u:xxxxx@h/db?pool_max_conns=0: pool_max_conns="0": want an integer from 1 to 1000`,
+		"store: {dsn: 'postgres://u@h/db?pool_max_conns=many'}":              `pool_max_conns="many": want an integer from 1 to 1000`,
 	} {
 		_, _, err := LoadConfig(writeTemp(t, yaml))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -47,6 +52,9 @@ func TestConfigStore(t *testing.T) {
 	}
 	check(load(""), store.SQLite, "")
 	check(load("store: {driver: sqlite}"), store.SQLite, "")
+	if cfg := load("store: {dsn: 'postgres://u@h/db?pool_max_conns=8', max_conns: 32}"); cfg.Store.MaxConns != 32 {
+		t.Fatalf("store.max_conns = %d, want 32", cfg.Store.MaxConns)
+	}
 	check(load("store: {dsn: 'postgres://u@h/db'}"), store.Postgres, "postgres://u@h/db")
 	check(load("store: {driver: postgres, dsn: 'postgresql://u@/db?host=/run/pg'}"), store.Postgres, "postgresql://u@/db?host=/run/pg")
 	// The environment fills an empty dsn; the file wins over it.

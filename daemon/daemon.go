@@ -179,7 +179,7 @@ func Start(ctx context.Context, opt Options) (_ *Daemon, err error) {
 		d.storeSockets = store.SocketFiles(dsn)
 	}
 	d.db, err = store.Open(ctx, statePath,
-		store.Options{Driver: driver, DSN: dsn, BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
+		store.Options{Driver: driver, DSN: dsn, MaxConns: cfg.Store.MaxConns, BusyTimeout: time.Duration(cfg.Storage.BusyTimeout) * time.Millisecond,
 			CheckpointInterval: time.Duration(cfg.Storage.CheckpointInterval) * time.Second, Logger: log,
 			OnCommit: d.metrics.observeCommit})
 	if err != nil {

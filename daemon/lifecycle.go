@@ -42,6 +42,9 @@ func (d *Daemon) sessionUpdate(ctx context.Context, c *rpc.Conn, p protocol.Sess
 	var settings store.SessionSettings
 	err := d.db.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("session.update")
+		if err := tx.LockSessions(p.SessionID); err != nil {
+			return err
+		}
 		s, err := getSession(tx, p.SessionID)
 		if err != nil {
 			return err

@@ -60,7 +60,21 @@ func newMetrics(d *Daemon) *metrics {
 	m.storeCommit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sessiond_store_commit_seconds",
 		Help:    "Group commits of state.db: BEGIN to COMMIT, fsync included.",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}})
-	m.reg.MustRegister(m.admissions, m.turns, m.turnDuration, m.submitLatency, m.toolCommands, m.modelRequests, m.storeCommit,
+	storeCounter := func(f func(db *store.DB) int64) func() float64 {
+		return func() float64 {
+			if d.db == nil {
+				return 0
+			}
+			return float64(f(d.db))
+		}
+	}
+	txs := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_store_transactions_total",
+		Help: "Write transactions committed by this process (on SQLite each transaction of a group commit)."},
+		storeCounter(func(db *store.DB) int64 { _, n := db.Stats(); return n }))
+	reruns := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_store_transaction_reruns_total",
+		Help: "PostgreSQL: write transactions run again after a deadlock (40P01) or serialization failure (40001); always 0 on SQLite."},
+		storeCounter((*store.DB).Reruns))
+	m.reg.MustRegister(m.admissions, m.turns, m.turnDuration, m.submitLatency, m.toolCommands, m.modelRequests, m.storeCommit, txs, reruns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{d: d})
 	return m

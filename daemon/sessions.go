@@ -202,15 +202,23 @@ func createDigest(p protocol.SessionCreateParams) string {
 // with the same request_id and params).
 func (d *Daemon) createSession(tx *store.Tx, p protocol.SessionCreateParams) (string, error) {
 	digest := createDigest(p)
+	// existing answers with the session created earlier under the
+	// request_id (found=false when there is none).
+	existing := func() (id string, found bool, err error) {
+		s, err := store.SessionByCreateRequest(tx, p.RequestID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", false, nil
+		} else if err != nil {
+			return "", false, err
+		}
+		if s.CreateDigest.String != digest {
+			return "", true, protocol.Errorf(protocol.ReasonAdmissionConflict, "request_id %q already created session %s with other params", p.RequestID, s.SessionID).With("session_id", s.SessionID)
+		}
+		return s.SessionID, true, nil
+	}
 	if p.RequestID != "" {
-		existing, err := store.SessionByCreateRequest(tx, p.RequestID)
-		if err == nil {
-			if existing.CreateDigest.String != digest {
-				return "", protocol.Errorf(protocol.ReasonAdmissionConflict, "request_id %q already created session %s with other params", p.RequestID, existing.SessionID).With("session_id", existing.SessionID)
-			}
-			return existing.SessionID, nil
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return "", err
+		if id, found, err := existing(); found || err != nil {
+			return id, err
 		}
 	}
 	id := "ses_" + uuid.Must(uuid.NewV7()).String()
@@ -240,6 +248,16 @@ func (d *Daemon) createSession(tx *store.Tx, p protocol.SessionCreateParams) (st
 		BaseURL: p.BaseURL, Toolsets: string(ts), Source: p.Source, CreateRequestID: reqID, CreateDigest: dig, CreatedAt: store.Now(),
 		Sandbox: sb, PinLabel: sql.NullString{String: d.cfg.Cluster.Label, Valid: d.cfg.Cluster.Label != ""},
 		MCPServers: sql.NullString{String: mcp.Encode(servers), Valid: true}})
+	if errors.Is(err, store.ErrCreateRequestTaken) {
+		// A concurrent create with the same request_id committed after the
+		// look-up above (PostgreSQL, READ COMMITTED): this statement's
+		// snapshot sees it.
+		id, found, err := existing()
+		if err == nil && !found {
+			err = fmt.Errorf("session.create: request_id %q conflicted but no session holds it", p.RequestID)
+		}
+		return id, err
+	}
 	return id, err
 }
 

@@ -127,6 +127,8 @@ func (p prompter) AllowedInSession(ctx context.Context, sessionID, pattern strin
 // the turn's admission.Execution.
 type journal struct{ d *Daemon }
 
+// fence checks the turn's execution in tx (admission.Execution.Check,
+// which takes the session row's lock first).
 func (j *journal) fence(tx *store.Tx, t agent.Turn) error {
 	x := admission.Execution{SessionID: t.SessionID, AdmissionID: t.AdmissionID, Generation: t.Generation, Daemon: j.d.epoch, LeaseEpoch: t.LeaseEpoch}
 	if err := x.Check(tx); err != nil {

@@ -11,6 +11,7 @@ package journeys
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,10 @@ const benchAdmissionConfig = "limits: {max_concurrent_turns: 1000, max_in_flight
 // prompt.submit in a loop (each call waits for its durable receipt); the
 // clients are spread round-robin over the daemons. Sub-benchmarks: one
 // daemon on SQLite (the baseline of this harness), then 1, 2 and 3 daemons
-// on one PostgreSQL. Metric: admissions/s.
+// on one PostgreSQL. Metrics: admissions/s, and reruns-% (the daemons'
+// write transactions run again after a deadlock or serialization failure,
+// per 100 committed: sessiond_store_transaction_reruns_total over
+// sessiond_store_transactions_total, during the timed loop).
 //
 //	go test -run '^$' -bench BenchmarkClusterAdmissions -benchtime 20000x ./journeys/
 func BenchmarkClusterAdmissions(b *testing.B) {
@@ -109,6 +113,15 @@ func benchAdmissions(b *testing.B, daemons []*fixtures.Daemon) {
 		}
 		sessions[i] = s.SessionID
 	}
+	storeTxs := func() (txs, reruns float64) {
+		for _, d := range daemons {
+			m := scrape(b, strings.TrimSuffix(strings.Replace(d.Desc.URL, "ws://", "http://", 1), "/rpc")+"/metrics", d.Desc.Token)
+			txs += m["sessiond_store_transactions_total"]
+			reruns += m["sessiond_store_transaction_reruns_total"]
+		}
+		return txs, reruns
+	}
+	tx0, re0 := storeTxs()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -131,6 +144,9 @@ func benchAdmissions(b *testing.B, daemons []*fixtures.Daemon) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "admissions/s")
+	if tx1, re1 := storeTxs(); tx1 > tx0 {
+		b.ReportMetric(100*(re1-re0)/(tx1-tx0), "reruns-%")
+	}
 	for _, c := range cs {
 		c.Close()
 	}

@@ -17,7 +17,7 @@ import (
 // scrape GETs a /metrics URL (with the token when not empty) and returns
 // the samples by their printed name and labels, e.g.
 // `sessiond_turns_total{outcome="completed"}`.
-func scrape(t *testing.T, url, token string) map[string]float64 {
+func scrape(t testing.TB, url, token string) map[string]float64 {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	if token != "" {
@@ -133,9 +133,12 @@ func TestMetricsAndAuditLog(t *testing.T) {
 		"sessiond_turn_duration_seconds_count", "sessiond_prompt_submit_seconds_count",
 		`sessiond_tool_commands_total{result="ok"}`,
 		`sessiond_model_requests_total{status="200"}`, `sessiond_model_requests_total{status="500"}`,
-		"sessiond_store_commit_seconds_count", "go_goroutines", "process_resident_memory_bytes",
+		"sessiond_store_commit_seconds_count", "sessiond_store_transactions_total", "go_goroutines", "process_resident_memory_bytes",
 	} {
 		moved(name)
+	}
+	if r, ok := after["sessiond_store_transaction_reruns_total"]; !ok || r != 0 {
+		t.Errorf("sessiond_store_transaction_reruns_total = %v (present %v), want 0 on SQLite", r, ok)
 	}
 	if after["sessiond_open_prompts"] != 0 || after["sessiond_queued_admissions"] != 0 {
 		t.Errorf("after the turns: open_prompts %v, queued %v", after["sessiond_open_prompts"], after["sessiond_queued_admissions"])

@@ -291,6 +291,9 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 	}
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("prompt.open")
+		if err := tx.LockSessions(a.SessionID); err != nil {
+			return err
+		}
 		x := admission.Execution{SessionID: a.SessionID, AdmissionID: a.AdmissionID, Generation: a.Generation, Daemon: m.daemon, LeaseEpoch: a.LeaseEpoch}
 		if err := x.Check(tx); err != nil {
 			if errors.Is(err, admission.ErrFenced) {
@@ -326,6 +329,11 @@ func (m *Manager) Ask(ctx context.Context, a Ask) (Outcome, error) {
 		closed := false
 		err := m.db.InTx(context.Background(), func(tx *store.Tx) error {
 			tx.Label("prompt.timeout")
+			// The session row first, as every transaction that also writes
+			// the prompt row (prompt.answer, settle's hook): no deadlock.
+			if err := tx.LockSessions(p.SessionID); err != nil {
+				return err
+			}
 			var got Prompt
 			err := tx.Get(&got, `UPDATE prompts SET status = 'closed', resolution = 'timed_out', closed_at = ?
 				WHERE prompt_id = ? AND status = 'open' RETURNING `+columns, store.Now(), p.PromptID)
@@ -396,6 +404,9 @@ func (m *Manager) Respond(ctx context.Context, r Response) (string, error) {
 	status := StatusResolved
 	err = m.db.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("prompt.answer")
+		if err := tx.LockSessions(p.SessionID); err != nil {
+			return err
+		}
 		x := p.Execution()
 		fence := x.Check(tx)
 		if p.Daemon != m.daemon {

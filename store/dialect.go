@@ -55,6 +55,11 @@ func CheckDSN(dsn string) error {
 	if u.Host == "" && u.Query().Get("host") == "" {
 		return fmt.Errorf("DSN %s names no host (postgres://USER@HOST:PORT/DBNAME, or ?host=/socket/dir)", RedactDSN(dsn))
 	}
+	if q := u.Query(); q.Has(PoolMaxConnsParam) {
+		if _, err := ParsePoolMaxConns(q.Get(PoolMaxConnsParam)); err != nil {
+			return fmt.Errorf("DSN %s: %w", RedactDSN(dsn), err)
+		}
+	}
 	return nil
 }
 

@@ -6,8 +6,10 @@
 //     transaction BEGIN IMMEDIATE with group commit, a bounded pool of
 //     query-only readers, a periodic passive WAL checkpoint;
 //   - PostgreSQL (Options.DSN, github.com/jackc/pgx/v5 under sqlx): a
-//     bounded pool on which every write transaction is one SERIALIZABLE
-//     transaction, run again on serialization failure or deadlock; one
+//     bounded pool (Options.MaxConns) on which every write transaction is
+//     one READ COMMITTED transaction with explicit row locks
+//     (Tx.LockSessions; docs/scale-out.md audits them), run again on
+//     deadlock or serialization failure; one
 //     dedicated connection for LISTEN; a periodic write probe in place of
 //     the checkpoint.
 //

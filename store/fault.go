@@ -10,8 +10,8 @@ package store
 //
 // What counts, on both drivers: every InTx whose function returned nil
 // (on SQLite each transaction of a group commit, not each batch; on
-// PostgreSQL each committed attempt, a re-run after a serialization
-// failure being numbered again), the migrations, and ExecReserved on
+// PostgreSQL each committed attempt, a re-run after a deadlock or
+// serialization failure being numbered again when its COMMIT is sent), the migrations, and ExecReserved on
 // PostgreSQL (an autocommit statement outside InTx; on SQLite it is an
 // InTx). "Before" is after the transaction's statements ran (its
 // savepoint released) and before COMMIT; "after" is once COMMIT returned,

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 		TestOpenSetsPragmasPerConnection, TestBusyPastTimeoutIsUnavailableAndRecovers,
 		TestDiskFullIsUnavailableAndRecovers, TestOpenReadOnlyFileFailsNamingIt,
 		TestOpenWhileLockedIsNotReadOnly, TestIOErrorIsUnavailableAndRecovers)
-	only.Add(string(Postgres), TestPostgresRetriesSerializationFailure, TestPostgresRetriesAreBounded,
+	only.Add(string(Postgres), TestPostgresRetriesSerializationFailure, TestPostgresReadCommitted,
+		TestPostgresRetriesDeadlock, TestPostgresLockSessionsSerializes, TestPostgresPoolMaxConns, TestPostgresRetriesAreBounded,
 		TestPostgresConcurrentOpenMigratesOnce, TestPostgresHooksInCommitOrder,
 		TestPostgresReadOnlyIsUnavailable, TestPostgresServerGoneIsUnavailable,
 		TestPostgresDeadPooledConnectionsAreReplaced, TestListenReconnects)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,14 +27,14 @@ import (
 // migrations of daemons starting at once on one database.
 const migrationLockKey = 0x5e5510d0
 
-// Serialization retries of InTx on PostgreSQL: at most pgMaxAttempts runs
-// of fn, sleeping a random time below min(pgRetryMax, pgRetryBase<<n)
-// between them.
+// Re-runs of InTx on PostgreSQL: a transaction that deadlocked (40P01) or,
+// rarely under READ COMMITTED, failed to serialize (40001) runs again, at
+// most pgMaxAttempts times, sleeping a random time below
+// min(pgRetryMax, pgRetryBase<<n) between runs.
 //
 // Re-runs also take the store's retry lock for their whole attempt: the
-// transactions of one daemon that collided once (typically on one session's
-// row) then run one at a time instead of colliding again, as SQLite's
-// single writer would run them, while first attempts stay concurrent.
+// transactions of one daemon that collided once then run one at a time
+// instead of colliding again, while first attempts stay concurrent.
 const (
 	pgMaxAttempts = 30
 	pgRetryBase   = 500 * time.Microsecond
@@ -66,6 +67,16 @@ func openPostgres(ctx context.Context, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: DSN %s: %v", RedactDSN(opt.DSN), redactErr(err, opt.DSN))
 	}
+	// pool_max_conns (pgxpool's parameter) sizes the pool; it is ours, not
+	// a server setting, so it does not reach the server.
+	if v, ok := cfg.RuntimeParams[PoolMaxConnsParam]; ok {
+		delete(cfg.RuntimeParams, PoolMaxConnsParam)
+		n, err := ParsePoolMaxConns(v)
+		if err != nil {
+			return nil, fmt.Errorf("store: DSN %s: %w", RedactDSN(opt.DSN), err)
+		}
+		opt.MaxConns = n
+	}
 	// A lock wait is bounded like SQLite's busy_timeout; the failure
 	// (55P03) is ErrUnavailable.
 	if _, ok := cfg.RuntimeParams["lock_timeout"]; !ok {
@@ -95,6 +106,23 @@ func openPostgres(ctx context.Context, opt Options) (*DB, error) {
 	db.pg.lis = newListener(db)
 	go db.probeLoop()
 	return db, nil
+}
+
+// PoolMaxConnsParam is the DSN parameter that sizes the connection pool
+// (as pgxpool names it): ?pool_max_conns=N overrides Options.MaxConns.
+const PoolMaxConnsParam = "pool_max_conns"
+
+// MaxPoolConns bounds Options.MaxConns and pool_max_conns.
+const MaxPoolConns = 1000
+
+// ParsePoolMaxConns parses a pool_max_conns value: an integer from 1 to
+// MaxPoolConns.
+func ParsePoolMaxConns(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPoolConns {
+		return 0, fmt.Errorf("%s=%q: want an integer from 1 to %d", PoolMaxConnsParam, v, MaxPoolConns)
+	}
+	return n, nil
 }
 
 // redactErr keeps a password of dsn out of an error's text.
@@ -206,12 +234,15 @@ func readMigrations(dir string) ([]migration, error) {
 	return migs, nil
 }
 
-// inTxPostgres is InTx on PostgreSQL: fn runs in one SERIALIZABLE
-// transaction on a pooled connection, and runs again (at most pgMaxAttempts
-// times, after a jittered backoff) when the transaction failed to serialize
-// (40001) or deadlocked (40P01). The OnCommit hooks of an attempt that did
-// not commit are dropped. After COMMIT the hooks run in commit order (see
-// sequencer), so that the event sink sees a session's events in seq order.
+// inTxPostgres is InTx on PostgreSQL: fn runs in one READ COMMITTED
+// transaction on a pooled connection (its consistency comes from the row
+// locks fn takes: Tx.LockSessions, FOR UPDATE SKIP LOCKED, guarded
+// statements; docs/scale-out.md audits every transaction), and runs again
+// (at most pgMaxAttempts times, after a jittered backoff) when the
+// transaction deadlocked (40P01) or failed to serialize (40001). The
+// OnCommit hooks of an attempt that did not commit are dropped. After
+// COMMIT the hooks run in commit order (see sequencer), so that the event
+// sink sees a session's events in seq order.
 func (db *DB) inTxPostgres(ctx context.Context, caller string, fn func(*Tx) error) error {
 	var err error
 	for attempt := 0; attempt < pgMaxAttempts; attempt++ {
@@ -303,7 +334,9 @@ func (db *DB) attemptPostgres(ctx context.Context, caller string, fn func(*Tx) e
 	return false, nil
 }
 
-// beginPostgres begins a SERIALIZABLE transaction. A pooled connection
+// beginPostgres begins a READ COMMITTED transaction (the isolation is
+// explicit: a server or role whose default_transaction_isolation is higher
+// would re-run transactions for nothing). A pooled connection
 // that the server closed since its last use (a restart of the server, a
 // terminated backend, a failover) fails its BEGIN before anything reached
 // the server (pgconn.SafeToRetry: "write: broken pipe"); database/sql drops
@@ -312,11 +345,44 @@ func (db *DB) attemptPostgres(ctx context.Context, caller string, fn func(*Tx) e
 // transaction. Any other failure is returned at once.
 func (db *DB) beginPostgres(ctx context.Context) (*sqlx.Tx, error) {
 	for attempt := 0; ; attempt++ {
-		tx, err := db.r.BeginTxx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelSerializable})
+		tx, err := db.r.BeginTxx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err == nil || !pgconn.SafeToRetry(err) || attempt >= db.opt.MaxConns {
 			return tx, err
 		}
 	}
+}
+
+// LockSessions takes the row lock of each session in ids for the rest of
+// the transaction (SELECT ... FOR UPDATE, one id at a time in ascending
+// order, so that two transactions locking the same sessions cannot
+// deadlock on them). Every session-scoped write transaction calls it
+// first, before reading what it decides on: two transactions on one
+// session then run one after the other, and under READ COMMITTED each
+// statement after the lock sees what the transaction before it
+// committed. On SQLite it does nothing (the single writer runs write
+// transactions one at a time). A session that does not exist locks
+// nothing and is no error: the transaction's own statements find it
+// missing. A session the transaction locked already costs no statement.
+func (t *Tx) LockSessions(ids ...string) error {
+	if t.pg == nil || len(ids) == 0 {
+		return nil
+	}
+	if len(ids) > 1 {
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+	}
+	for _, id := range ids {
+		if slices.Contains(t.locked, id) {
+			continue
+		}
+		var got []string
+		if err := t.Select(&got, `SELECT session_id FROM sessions WHERE session_id = ? FOR UPDATE`, id); err != nil {
+			return fmt.Errorf("lock session %s: %w", id, err)
+		}
+		t.locked = append(t.locked, id)
+	}
+	return nil
 }
 
 // pgctx is the context of the transaction's statements: the caller's

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,10 +23,91 @@ func postgresOnly(t *testing.T) {
 	only.Mark(t, string(Postgres))
 }
 
-// TestPostgresRetriesSerializationFailure: two transactions that each read
-// the allowlist and then insert into it (write skew) cannot both commit
-// under SERIALIZABLE; InTx runs the loser again, so both succeed, and the
-// OnCommit hooks of the failed attempt never run.
+// TestPostgresReadCommitted: InTx runs READ COMMITTED on PostgreSQL
+// (its consistency comes from explicit row locks, docs/scale-out.md),
+// whatever the server's default isolation.
+func TestPostgresReadCommitted(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	if _, err := db.r.ExecContext(context.Background(), "ALTER DATABASE "+currentDB(t, db)+" SET default_transaction_isolation = 'serializable'"); err != nil {
+		t.Fatal(err)
+	}
+	db.r.SetMaxIdleConns(0) // new connections read the new default
+	db.r.SetMaxIdleConns(db.opt.MaxConns)
+	var iso string
+	if err := db.InTx(context.Background(), func(tx *Tx) error {
+		return tx.Get(&iso, "SHOW transaction_isolation")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if iso != "read committed" {
+		t.Fatalf("InTx runs %q, want read committed", iso)
+	}
+}
+
+// TestPostgresRetriesDeadlock: two transactions that lock two rows in
+// opposite orders deadlock (40P01); PostgreSQL aborts one, InTx runs it
+// again, so both succeed, and the OnCommit hooks of the failed attempt
+// never run. Reruns counts the re-run.
+func TestPostgresRetriesDeadlock(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	if err := db.InTx(context.Background(), func(tx *Tx) error {
+		if err := insertPattern(tx, "a"); err != nil {
+			return err
+		}
+		return insertPattern(tx, "b")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.r.ExecContext(context.Background(), "ALTER DATABASE "+currentDB(t, db)+" SET deadlock_timeout = '50ms'"); err != nil {
+		t.Fatal(err)
+	}
+	db.r.SetMaxIdleConns(0)
+	db.r.SetMaxIdleConns(db.opt.MaxConns)
+	var attempts, hooks atomic.Int32
+	var locked sync.WaitGroup
+	locked.Add(2)
+	run := func(first, second string) error {
+		once := true
+		return db.InTx(context.Background(), func(tx *Tx) error {
+			attempts.Add(1)
+			tx.OnCommit(func() { hooks.Add(1) })
+			touch := func(p string) error {
+				_, err := tx.Exec("UPDATE approval_allowlist SET created_at = ? WHERE pattern = ?", Now(), p)
+				return err
+			}
+			if err := touch(first); err != nil {
+				return err
+			}
+			if once {
+				// Each holds its first row before either asks for its second.
+				once = false
+				locked.Done()
+				locked.Wait()
+			}
+			return touch(second)
+		})
+	}
+	r0 := db.Reruns()
+	errs := make(chan error, 2)
+	go func() { errs <- run("a", "b") }()
+	go func() { errs <- run("b", "a") }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("InTx: %v", err)
+		}
+	}
+	if a, h, r := attempts.Load(), hooks.Load(), db.Reruns()-r0; a != 3 || h != 2 || r != 1 {
+		t.Fatalf("%d attempts, %d OnCommit hooks run, %d re-runs counted; want 3 attempts (one re-run), 2 hooks, 1 re-run", a, h, r)
+	}
+}
+
+// TestPostgresRetriesSerializationFailure: two SERIALIZABLE transactions
+// (each asks for it itself: InTx runs READ COMMITTED) that each read the
+// allowlist and then insert into it (write skew) cannot both commit; InTx
+// runs the loser again, so both succeed, and the OnCommit hooks of the
+// failed attempt never run.
 func TestPostgresRetriesSerializationFailure(t *testing.T) {
 	postgresOnly(t)
 	db := openTest(t, Options{})
@@ -37,6 +119,9 @@ func TestPostgresRetriesSerializationFailure(t *testing.T) {
 		return db.InTx(context.Background(), func(tx *Tx) error {
 			attempts.Add(1)
 			tx.OnCommit(func() { hooks.Add(1) })
+			if _, err := tx.Exec("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"); err != nil {
+				return err
+			}
 			var n int
 			if err := tx.Get(&n, "SELECT count(*) FROM approval_allowlist"); err != nil {
 				return err
@@ -436,5 +521,118 @@ func TestPostgresDeadPooledConnectionsAreReplaced(t *testing.T) {
 	}
 	if n := countPatterns(t, db); n != 2*conns+2*(conns+1) {
 		t.Fatalf("%d rows, want %d", n, 2*conns+2*(conns+1))
+	}
+}
+
+// TestPostgresLockSessionsSerializes: transactions that read a session's
+// counter and write it back one statement later (a read-modify-write, as
+// the admission FIFO's decisions are) lose no update when each takes the
+// session row's lock first: under READ COMMITTED the second one's read,
+// after the lock, sees the first one's commit. Without the lock
+// (LockSessions removed) updates are lost.
+func TestPostgresLockSessionsSerializes(t *testing.T) {
+	postgresOnly(t)
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error {
+		return InsertSession(tx, NewSession{SessionID: "s1", Cwd: "/tmp", Model: "m", Provider: "openai", Toolsets: `[]`, CreatedAt: Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var start int64
+	if err := db.Get(ctx, &start, "SELECT next_admission_seq FROM sessions WHERE session_id = ?", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				err := db.InTx(ctx, func(tx *Tx) error {
+					if err := tx.LockSessions("s1", "s1"); err != nil {
+						return err
+					}
+					var n int64
+					if err := tx.Get(&n, "SELECT next_admission_seq FROM sessions WHERE session_id = ?", "s1"); err != nil {
+						return err
+					}
+					_, err := tx.Exec("UPDATE sessions SET next_admission_seq = ? WHERE session_id = ?", n+1, "s1")
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var got int64
+	if err := db.Get(ctx, &got, "SELECT next_admission_seq FROM sessions WHERE session_id = ?", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if want := start + workers*each; got != want {
+		t.Fatalf("next_admission_seq = %d after %d increments from %d: %d updates lost", got, workers*each, start, want-got)
+	}
+	// A session that does not exist locks nothing and is no error.
+	if err := db.InTx(ctx, func(tx *Tx) error { return tx.LockSessions("nope", "s1") }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPostgresCreateRequestTaken: an INSERT of a session whose
+// create_request_id another session holds inserts nothing and says so
+// (ErrCreateRequestTaken), so that session.create answers with that
+// session.
+func TestPostgresCreateRequestTaken(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	req := sql.NullString{String: "r1", Valid: true}
+	ins := func(id string) error {
+		return db.InTx(ctx, func(tx *Tx) error {
+			return InsertSession(tx, NewSession{SessionID: id, Cwd: "/tmp", Model: "m", Provider: "openai", Toolsets: `[]`,
+				CreateRequestID: req, CreatedAt: Now()})
+		})
+	}
+	if err := ins("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ins("s2"); !errors.Is(err, ErrCreateRequestTaken) {
+		t.Fatalf("second insert under request r1: %v, want ErrCreateRequestTaken", err)
+	}
+	var n int
+	if err := db.Get(ctx, &n, "SELECT count(*) FROM sessions"); err != nil || n != 1 {
+		t.Fatalf("%d sessions (%v), want 1", n, err)
+	}
+}
+
+// TestPostgresPoolMaxConns: the DSN's pool_max_conns sizes the pool (and
+// is not sent to the server as a setting); a bad value is refused by
+// CheckDSN and Open, naming the parameter.
+func TestPostgresPoolMaxConns(t *testing.T) {
+	postgresOnly(t)
+	opt := testOptions(t, Options{MaxConns: 9})
+	opt.DSN += "&pool_max_conns=3"
+	db, err := Open(context.Background(), "", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.r.Stats().MaxOpenConnections; got != 3 || db.opt.MaxConns != 3 {
+		t.Fatalf("pool of %d (MaxConns %d), want 3", got, db.opt.MaxConns)
+	}
+	for _, bad := range []string{"0", "-1", "x", "1001"} {
+		dsn := "postgres://u@h/db?pool_max_conns=" + bad
+		if err := CheckDSN(dsn); err == nil || !strings.Contains(err.Error(), "pool_max_conns") {
+			t.Errorf("CheckDSN(%s) = %v, want an error naming pool_max_conns", dsn, err)
+		}
+		o := opt
+		o.DSN = strings.Replace(opt.DSN, "pool_max_conns=3", "pool_max_conns="+bad, 1)
+		if db, err := Open(context.Background(), "", o); err == nil || !strings.Contains(err.Error(), "pool_max_conns") {
+			if db != nil {
+				db.Close()
+			}
+			t.Errorf("Open with pool_max_conns=%s: %v, want an error naming it", bad, err)
+		}
 	}
 }

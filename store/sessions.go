@@ -3,6 +3,8 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 )
 
 // Session is one sessions row (PROTOCOL.md section 9; the ownership
@@ -71,14 +73,31 @@ type NewSession struct {
 	ApprovalMode                                    sql.NullString // manual | strict | off; NULL: the configured approvals.mode
 }
 
-// InsertSession inserts s in tx.
+// ErrCreateRequestTaken is InsertSession's answer when another session
+// already holds s.CreateRequestID (UNIQUE create_request_id): under READ
+// COMMITTED a concurrent session.create with the same request_id may have
+// committed after this transaction looked for it. Nothing was inserted;
+// the caller reads that session (SessionByCreateRequest: the statement
+// sees the other transaction's commit) and answers with it.
+var ErrCreateRequestTaken = errors.New("create_request_id is taken")
+
+// InsertSession inserts s in tx (ON CONFLICT (create_request_id) DO
+// NOTHING: ErrCreateRequestTaken when that request_id is taken; a NULL one
+// never conflicts).
 func InsertSession(tx *Tx, s NewSession) error {
-	_, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
+	res, err := tx.Exec(`INSERT INTO sessions (session_id, title, cwd, model, provider, base_url, toolsets, source,
 		create_request_id, create_digest, created_at, sandbox, pin_label, mcp_servers, approval_mode)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (create_request_id) DO NOTHING`,
 		s.SessionID, s.Title, s.Cwd, s.Model, s.Provider, s.BaseURL, s.Toolsets, s.Source, s.CreateRequestID, s.CreateDigest,
 		s.CreatedAt, s.Sandbox, s.PinLabel, s.MCPServers, s.ApprovalMode)
-	return err
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%w: %s", ErrCreateRequestTaken, s.CreateRequestID.String)
+	}
+	return nil
 }
 
 // RenameSession sets the title of session id in tx.

@@ -37,8 +37,9 @@ type Options struct {
 	// with Driver Postgres and refused with SQLite.
 	DSN string
 	// MaxConns bounds the PostgreSQL connection pool (write transactions
-	// and reads; the LISTEN connection comes on top). Default 16. Unused on
-	// SQLite.
+	// and reads; the LISTEN connection and the lease's reserved connection
+	// come on top). Default 16; the DSN's pool_max_conns parameter
+	// overrides it. Unused on SQLite.
 	MaxConns int
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// connection or process before failing with SQLITE_BUSY (PRAGMA
@@ -110,8 +111,9 @@ func (o *Options) defaults() {
 
 // DB is the store. On SQLite it is state.db: one writer connection owned by
 // a committer goroutine and a bounded pool of query-only readers. On
-// PostgreSQL it is a bounded pool of connections (each InTx one
-// SERIALIZABLE transaction) plus one LISTEN connection. Safe for concurrent
+// PostgreSQL it is a bounded pool of connections (each InTx one READ
+// COMMITTED transaction with explicit row locks) plus one LISTEN
+// connection. Safe for concurrent
 // use.
 type DB struct {
 	path  string
@@ -143,7 +145,7 @@ type DB struct {
 	// batches and txs count group commits for benchmarks and tests.
 	batches atomic.Int64
 	txs     atomic.Int64
-	reruns  atomic.Int64 // PostgreSQL: attempts re-run after a serialization failure
+	reruns  atomic.Int64 // PostgreSQL: attempts re-run after a deadlock or serialization failure
 
 	ckpt    atomic.Pointer[CheckpointStatus]
 	ckptNow chan chan CheckpointStatus // Checkpoint's requests to the committer
@@ -270,8 +272,9 @@ func (db *DB) Driver() Driver { return db.drv }
 // batch).
 func (db *DB) Stats() (batches, txs int64) { return db.batches.Load(), db.txs.Load() }
 
-// Reruns is how many times InTx ran a transaction again after it failed to
-// serialize (PostgreSQL; always 0 on SQLite).
+// Reruns is how many times InTx ran a transaction again after it
+// deadlocked or failed to serialize (PostgreSQL; always 0 on SQLite).
+// Stats' txs counts the transactions that committed.
 func (db *DB) Reruns() int64 { return db.reruns.Load() }
 
 // Close stops the committer after the queued transactions ran, checkpoints
@@ -461,6 +464,7 @@ type Tx struct {
 	// InTx runs the attempt again whatever fn made of the error.
 	pg      *sqlx.Tx
 	retry   bool
+	locked  []string // sessions LockSessions locked
 	notices []notice
 	// label names the transaction (Label; else the caller of InTx) and
 	// fault is its number among the process's write transactions, for
@@ -504,9 +508,11 @@ type txResult struct {
 // once fn started, InTx waits for the outcome. SQLite failures wrap
 // ErrUnavailable.
 //
-// On PostgreSQL fn runs in one SERIALIZABLE transaction of its own and runs
-// again when that transaction fails to serialize (40001) or deadlocks
-// (40P01), at most 30 times (then ErrUnavailable): fn must be re-runnable,
+// On PostgreSQL fn runs in one READ COMMITTED transaction of its own (fn
+// takes the row locks it needs: LockSessions first in a session-scoped
+// write, FOR UPDATE SKIP LOCKED where daemons compete for work) and runs
+// again when that transaction deadlocks (40P01) or fails to serialize
+// (40001), at most 30 times (then ErrUnavailable): fn must be re-runnable,
 // with its in-memory effects in Tx.OnCommit (the hooks of an attempt that
 // did not commit never run). A statement that failed aborts the attempt
 // (sql.ErrNoRows is not a failure): fn returns the error rather than

@@ -48,8 +48,9 @@ The store is SQLite (state.db in the home) unless config.yaml says
 store: {driver: postgres, dsn: postgres://USER:PASSWORD@HOST:PORT/DBNAME},
 or $SESSIOND_STORE_DSN or --store-dsn names a PostgreSQL database (a DSN
 alone means driver postgres; --store-dsn wins over the environment, which
-fills the file's dsn when it has none). Logs and daemon.info never show
-the DSN's password. Several daemons may share one PostgreSQL database
+fills the file's dsn when it has none; ?pool_max_conns=N in the DSN, or
+store: {max_conns: N}, sizes its connection pool, default 16). Logs and
+daemon.info never show the DSN's password. Several daemons may share one PostgreSQL database
 (config.yaml cluster: {lease_ttl: 10, label: ""}): each session runs on
 one daemon at a time, and another takes it over lease_ttl seconds after
 that daemon dies, with the same rules as a restart; a graceful stop hands
