@@ -118,7 +118,7 @@ func BenchmarkSessiondHelperPrestartedTrue(b *testing.B) {
 		err error
 	}
 	next := make(chan started, 1)
-	pre := func() { p, err := prestart(sessiond, s.Cwd); next <- started{p, err} }
+	pre := func() { p, err := prestart(sessiond, s.Cwd, true); next <- started{p, err} }
 	pre()
 	var on, off, diff []float64
 	buf := make([]byte, 4096)

@@ -63,11 +63,12 @@ type Prestarted struct {
 // Prestart starts a helper in directory cwd (the session's cwd, as
 // Spec.Command's caller sets Dir) that waits for its Dispatch. Its
 // environment is empty until the dispatch; stdin is /dev/null.
-func Prestart(cwd string) (*Prestarted, error) { return prestart(helperPath, cwd) }
+func Prestart(cwd string) (*Prestarted, error) { return prestart(helperPath, cwd, true) }
 
 // prestart is Prestart with the helper's program (helperPath but in
-// benchmarks of another image).
-func prestart(program, cwd string) (*Prestarted, error) {
+// benchmarks of another image) and, without ownGroup, in the caller's
+// process group (tests whose shim stands for the helper).
+func prestart(program, cwd string, ownGroup bool) (*Prestarted, error) {
 	lr, lw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: pre-start: %w", err)
@@ -85,7 +86,7 @@ func prestart(program, cwd string) (*Prestarted, error) {
 	cmd.ExtraFiles = []*os.File{lr}
 	// The mount namespace is made at dispatch (see Prestarted); the PID
 	// and IPC namespaces are empty until then.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: ownGroup, Pdeathsig: syscall.SIGKILL}
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 	}

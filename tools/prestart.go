@@ -138,8 +138,12 @@ func (ps *Prestarts) Waiting() int {
 
 // Close discards every waiting helper and waits for pre-starts in flight
 // to end (each is discarded); later pre-starts do nothing. Commands
-// already dispatched are RunTerminal's. Safe to call more than once.
+// already dispatched are RunTerminal's. Safe to call more than once, and
+// on nil.
 func (ps *Prestarts) Close() {
+	if ps == nil {
+		return
+	}
 	ps.mu.Lock()
 	ps.closed = true
 	ws := ps.waiting
