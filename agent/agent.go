@@ -147,6 +147,10 @@ type Config struct {
 	// MCPCallTimeout bounds one MCP tools/call (mcp.call_timeout); zero:
 	// none.
 	MCPCallTimeout time.Duration
+	// Prestarts, when not nil, pre-starts each sandboxed session's next
+	// command's helper (tools.TerminalOptions.Prestarts); the caller
+	// closes it.
+	Prestarts *tools.Prestarts
 }
 
 // DefaultMaxTimeout is the default of Config.MaxTimeout (terminal.max_timeout).
@@ -536,7 +540,7 @@ func (r *Runner) terminal(ctx context.Context, s Session, t Turn, ev *ToolEvent,
 		spec = s.Sandbox
 	}
 	res, err := tools.RunTerminal(ctx, args.Command, tools.TerminalOptions{Cwd: s.Cwd, Timeout: timeout,
-		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, Marker: marker, Sandbox: spec,
+		OutputLimit: r.Config.OutputLimit, EnvExclude: r.Config.EnvExclude, Marker: marker, Sandbox: spec, Prestarts: r.Config.Prestarts,
 		Env: tools.AllowedEnv(os.Environ(), r.Config.EnvPassthrough, r.Config.EnvExclude),
 		// The command runs only once tool.running is durable: after a
 		// crash, a call without it never ran, and one with it is killed at

@@ -23,6 +23,7 @@ import (
 	"github.com/sessiond/sessiond/rpc"
 	"github.com/sessiond/sessiond/sandbox"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/tools"
 )
 
 // Version is the daemon's version, set at build time with
@@ -100,6 +101,9 @@ type Daemon struct {
 	// sandboxErr says why this kernel cannot enforce the configured
 	// sandbox (nil: it can, or the mode is off).
 	sandboxErr error
+	// prestarts holds the sandbox helpers pre-started for the next
+	// command of each session's spec (closed at Stop).
+	prestarts *tools.Prestarts
 	// storeSockets are the unix sockets of the store's PostgreSQL server
 	// (none on SQLite or over TCP): the DSN's and every one the server
 	// reports (store.DB.ServerSocketFiles), kept out of every sandboxed
@@ -306,7 +310,8 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if err := d.sched.Stop(ctx); err != nil {
 			d.stopErr = fmt.Errorf("settle running turns: %w", err)
 		}
-		d.mcp.stopAll() // no turn runs any more: every MCP server stops
+		d.mcp.stopAll()     // no turn runs any more: every MCP server stops
+		d.prestarts.Close() // and no pre-started sandbox helper waits
 		// Hand over at once: another daemon resumes the queues.
 		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		d.stopCluster(hctx)

@@ -32,6 +32,7 @@ type executor struct {
 
 func (d *Daemon) newExecutor() (admission.Executor, error) {
 	e := &executor{d: d, models: map[string]*model.Client{}}
+	d.prestarts = tools.NewPrestarts(0, 0)
 	e.runner = &agent.Runner{
 		Config: agent.Config{
 			ApprovalMode:    d.cfg.Approvals.Mode,
@@ -46,6 +47,7 @@ func (d *Daemon) newExecutor() (admission.Executor, error) {
 			ProtectedPaths:  []string{d.home},
 			UserHome:        os.Getenv("HOME"), // what terminal commands inherit
 			MCPCallTimeout:  time.Duration(d.cfg.MCP.CallTimeout) * time.Second,
+			Prestarts:       d.prestarts,
 		},
 		Journal:  &journal{d: d},
 		Prompter: prompter{d},

@@ -27,6 +27,17 @@ import (
 // Every turn is the first of a fresh session, so requests do not grow with
 // b.N.
 //
+// With a tool call, the model's reply after the tool result comes after
+// modelThink (20 ms, about the shortest a real model takes to answer a
+// tool result; the replays include it, so it is subtracted like the rest
+// of the fake's time): the daemon pre-starts the next command's sandbox
+// helper when a command ends (tools.Prestarts), and in a real session that
+// exec runs while the model thinks. Without the pause its exec would
+// compete with the turn's last steps on this benchmark's CPUs, which no
+// session sees. Turns of the benchmark are commands of one spec and cwd,
+// so each command after the first finds the helper its predecessor
+// pre-started, as a session's second and later commands do.
+//
 // Metrics (milliseconds): overhead-p50/p99 (turn minus fake), turn-p50/p99
 // (raw), fake-p50 (the fake's median time per turn), submit-p50 (until the
 // receipt of prompt.submit arrived), to-model-p50 (until the fake had read
@@ -47,11 +58,15 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	b.Run("one-tool-sandbox-off", func(b *testing.B) { trBenchTurns(b, true, "\nsandbox: {mode: off}") })
 }
 
+// modelThink is the fake model's delay before its answer to a tool
+// result in BenchmarkTurnOverhead.
+const modelThink = 20 * time.Millisecond
+
 func trBenchTurns(b *testing.B, withTool bool, extraConfig string) {
 	m := fixtures.NewFakeModel(b)
 	script := func(text string) {
 		if withTool {
-			m.On(text, fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "terminal", Arguments: `{"command":"true"}`}}}, fixtures.Reply{Text: "done"})
+			m.On(text, fixtures.Reply{ToolCalls: []fixtures.FakeToolCall{{Name: "terminal", Arguments: `{"command":"true"}`}}}, fixtures.Reply{Text: "done", Delay: modelThink})
 		} else {
 			m.On(text, fixtures.Reply{Text: "done"})
 		}

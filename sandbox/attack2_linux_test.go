@@ -152,7 +152,7 @@ func runLoose(t *testing.T, s Spec, command string, path ...string) (string, int
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := s.Command(ctx, command)
+	cmd, err := testCommand(ctx, s, command)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,7 +197,7 @@ func TestAttackViewCwdTmp(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(mine) })
 	s := l.spec(ModeWorkspaceWrite, tmp)
 	s.TempDir = mine
-	cmd, err := s.Command(context.Background(), `cat "`+other+`/secret"; echo planted > "`+other+`/planted"; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' "`+sock+`"; true`)
+	cmd, err := testCommand(context.Background(), s, `cat "`+other+`/secret"; echo planted > "`+other+`/planted"; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("CONNECTED")' "`+sock+`"; true`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestAttackViewTIOCSTI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s := l.spec(ModeWorkspaceWrite, l.work)
-	cmd, err := s.Command(ctx, `python3 -c '
+	cmd, err := testCommand(ctx, s, `python3 -c '
 import fcntl, termios
 f = open("/dev/tty", "wb")
 for c in b"echo PWNED-BY-TIOCSTI\n":
@@ -701,7 +701,7 @@ func init() {
 func runStatus(s Spec, command string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := s.Command(ctx, command)
+	cmd, err := testCommand(ctx, s, command)
 	if err != nil {
 		return "", err
 	}

@@ -62,6 +62,17 @@
 // user namespace when not root); it sets oom_score_adj to
 // CommandOOMScoreAdj. The registry of homes (registry.go) fails closed.
 //
+// A helper may also be pre-started (Prestart, prestart_linux.go: "/proc/self/exe
+// __sandbox-exec-prestart", its own process group, new PID and IPC
+// namespaces, stage 2's user namespace when not root) before its command
+// is known: it waits on fd 3 for one Dispatch line — the command's
+// complete Spec, the command and its environment — and only then makes
+// its mount namespace on the thread it confines (unshare, so the mounts
+// are those of the dispatch), and does steps 1–6 as above. The gate and
+// the dispatch are the same line: EOF runs nothing (exit 125). It dies
+// with the daemon until dispatched (Pdeathsig, and EOF on fd 3), and
+// serves one command.
+//
 // The package imports nothing of sessiond: its callers (tools) pass paths.
 // It must not decide what is approved; it only confines.
 package sandbox

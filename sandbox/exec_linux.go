@@ -107,14 +107,27 @@ func userNamespaced(s Spec, command string) int {
 	js, _ := json.Marshal(s)
 	cmd := exec.Command(helperPath, stage2Arg, string(js), command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
+	cmd.SysProcAttr = userNSAttr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC)
+	return exitStatus(cmd.Run())
+}
+
+// userNSAttr is stage 2's SysProcAttr: the namespaces in clone, the
+// caller's uid and gid mapped to themselves, CAP_SYS_ADMIN and
+// CAP_SETPCAP kept across the exec as ambient capabilities.
+func userNSAttr(clone uintptr) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags:                 clone,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
 	}
-	err := cmd.Run()
+}
+
+// exitStatus is the exit status of stage 2 as stage 1 returns it (128+N
+// for a signal N; ExitSetupFailed when it could not be started or waited
+// for).
+func exitStatus(err error) int {
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -179,6 +192,8 @@ func init() {
 	switch os.Args[1] {
 	case HelperArg, stage2Arg:
 		os.Exit(helperMain(os.Args[2:], os.Args[1] == stage2Arg))
+	case prestartArg, prestartStage2Arg:
+		os.Exit(prestartMain(os.Args[1] == prestartStage2Arg))
 	}
 }
 
@@ -212,7 +227,12 @@ type reaped struct {
 // scoping), and being non-dumpable keeps its memory, environment,
 // descriptors and root out of /proc for a command without CAP_SYS_PTRACE
 // even while that thread lives.
-func initMain(s Spec, command string) int {
+//
+// With ownMountNS (a pre-started helper, see Prestarted) the confined
+// thread first unshares a mount namespace of its own, a copy of the
+// mounts as they are now, and builds the view there; the shell forked
+// from it inherits that namespace.
+func initMain(s Spec, command string, ownMountNS bool) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	type started struct {
@@ -227,6 +247,14 @@ func initMain(s Spec, command string) int {
 		// thread, so the shell gets all of it. The runtime makes no new
 		// thread from a locked one.
 		runtime.LockOSThread()
+		if ownMountNS {
+			// CLONE_NEWNS implies CLONE_FS: this thread alone gets the new
+			// namespace, root and cwd.
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				ch <- started{err: fmt.Errorf("mount namespace: %w", err)}
+				return
+			}
+		}
 		if err := confine(s); err != nil {
 			ch <- started{err: err}
 			return
@@ -330,5 +358,5 @@ func helperMain(args []string, stage2 bool) int {
 	if !stage2 && os.Geteuid() != 0 {
 		return userNamespaced(s, args[1])
 	}
-	return initMain(s, args[1])
+	return initMain(s, args[1], false)
 }

@@ -21,7 +21,7 @@ func TestSecretReplacedByRenameStaysCovered(t *testing.T) {
 	ready := filepath.Join(l.tmp, "ready")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := s.Command(ctx, `cat daemon.json; touch "$TMPDIR/ready"; while [ ! -e "$TMPDIR/renamed" ]; do sleep 0.02; done; cat daemon.json; ls`)
+	cmd, err := testCommand(ctx, s, `cat daemon.json; touch "$TMPDIR/ready"; while [ ! -e "$TMPDIR/renamed" ]; do sleep 0.02; done; cat daemon.json; ls`)
 	if err != nil {
 		t.Fatal(err)
 	}

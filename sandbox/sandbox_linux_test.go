@@ -47,7 +47,7 @@ func run(t *testing.T, s Spec, command string, extra ...*os.File) (string, int) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := s.Command(ctx, command)
+	cmd, err := testCommand(ctx, s, command)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestGateEOFRunsNothing(t *testing.T) {
 	w.Close()
 	defer r.Close()
 	ctx := context.Background()
-	cmd, _ := s.Command(ctx, "touch ran")
+	cmd, _ := testCommand(ctx, s, "touch ran")
 	cmd.Dir = l.work
 	cmd.ExtraFiles = []*os.File{r}
 	err := cmd.Run()

@@ -18,7 +18,7 @@ func runSetup(t *testing.T, s Spec, dir, command string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := s.Command(ctx, command)
+	cmd, err := testCommand(ctx, s, command)
 	if err != nil {
 		t.Fatal(err)
 	}

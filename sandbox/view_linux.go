@@ -188,7 +188,7 @@ func openSource(p string, rw, mayBeMissing bool) (source, bool, error) {
 // openWritable.
 func makePlan(s Spec, dirs map[string]openedDir) (*plan, error) {
 	pl := &plan{covered: s.CoveredFiles}
-	mounts, err := readMountinfo("/proc/self/mountinfo")
+	mounts, err := readMountinfo("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
@@ -747,7 +747,7 @@ func coverAll(pl *plan) error {
 	if err := coverOtherTempDirs(pl); err != nil {
 		return err
 	}
-	mounts, err := readMountinfo("/proc/self/mountinfo")
+	mounts, err := readMountinfo("/proc/thread-self/mountinfo")
 	if err != nil {
 		return err
 	}

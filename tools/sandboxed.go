@@ -38,9 +38,26 @@ func checkSandboxArgs(a TerminalArgs) error {
 // sandboxCommand builds the confined command and its private temp
 // directory (the caller removes it).
 func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, gate bool) (*exec.Cmd, string, error) {
+	spec, tmp, err := commandSpec(opt, gate)
+	if err != nil {
+		return nil, "", err
+	}
+	cmd, err := spec.Command(ctx, command)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", fmt.Errorf("tools: %w", err)
+	}
+	return cmd, tmp, nil
+}
+
+// commandSpec is the Spec of one command: opt.Sandbox with opt.Cwd, a
+// private temp directory made now (the caller removes it), gate, and
+// every home registered now protected. A pre-started helper gets it at
+// its dispatch, a cold one at its start.
+func commandSpec(opt TerminalOptions, gate bool) (sandbox.Spec, string, error) {
 	tmp, err := os.MkdirTemp("", sandbox.TempDirPrefix)
 	if err != nil {
-		return nil, "", fmt.Errorf("tools: command temp directory: %w", err)
+		return sandbox.Spec{}, "", fmt.Errorf("tools: command temp directory: %w", err)
 	}
 	tmp = sandbox.RealPath(tmp) // the helper follows no symlink in it
 	spec := *opt.Sandbox
@@ -56,7 +73,7 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 	others, err := sandbox.RegisteredHomes()
 	if err != nil {
 		os.RemoveAll(tmp)
-		return nil, "", fmt.Errorf("sessiond sandbox: %w; nothing was run", err)
+		return sandbox.Spec{}, "", fmt.Errorf("sessiond sandbox: %w; nothing was run", err)
 	}
 	spec.Protected = slices.Clone(spec.Protected)
 	for _, h := range others {
@@ -64,12 +81,7 @@ func sandboxCommand(ctx context.Context, command string, opt TerminalOptions, ga
 			spec.Protected = append(spec.Protected, h)
 		}
 	}
-	cmd, err := spec.Command(ctx, command)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, "", fmt.Errorf("tools: %w", err)
-	}
-	return cmd, tmp, nil
+	return spec, tmp, nil
 }
 
 // blockedPatterns are the messages of the errors a sandbox causes.
