@@ -275,6 +275,12 @@ type AdmitRequest struct {
 // store.ErrUnavailable (nothing was committed). The returned admission is
 // committed when Admit returns nil. atCapacity tells whether the daemon-wide
 // limit is reached, for the receipt's reason; it may be nil.
+//
+// With a Bus, an admit that leaves its admission queued in a session that
+// another daemon owns, or none, notifies ChannelSessions in its commit;
+// in a session of q's own daemon it notifies nothing: the caller wakes its
+// own scheduler (Scheduler.Wake), and on PostgreSQL the commits of
+// notifying transactions wait for each other.
 func (q *Queue) Admit(ctx context.Context, req AdmitRequest, atCapacity func() bool) (Receipt, error) {
 	res, err := q.AdmitWith(ctx, req, atCapacity)
 	return res.Receipt, err
@@ -336,9 +342,16 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 		if busy.any() && req.WhenBusy == protocol.WhenBusyReject {
 			return fmt.Errorf("%w: session %s %s; when_busy reject stores nothing", ErrSessionBusy, req.SessionID, busy)
 		}
-		var seq int64
-		err = tx.Get(&seq, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
-			WHERE session_id = ? RETURNING next_admission_seq - 1`, req.SessionID)
+		// The owner comes back with the seq: whether to wake another
+		// daemon (below) costs no statement of its own.
+		var row struct {
+			Seq   int64                      `db:"seq"`
+			Owner sql.Null[cluster.DaemonID] `db:"owner_daemon"`
+		}
+		err = tx.Get(&row, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
+			WHERE session_id = ? RETURNING next_admission_seq - 1 AS seq, owner_daemon`, req.SessionID)
+		seq := row.Seq
+		mine := q.mine(ownerRow{Daemon: row.Owner})
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
 		} else if err != nil {
@@ -358,14 +371,17 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 				return fmt.Errorf("%w: %d inputs wait in session %s (limits.max_queued_per_session); retry with backoff", ErrQueueFull, queued, req.SessionID)
 			}
 		}
-		if req.Take {
+		if req.Take && !mine { // already its owner: nothing to take
 			o, err := q.owner(tx, req.SessionID)
 			if err != nil {
 				return err
 			}
 			if !q.mine(o) && q.takeable(o) {
 				// Losing the race to another daemon is fine: it runs it.
-				if _, err := q.take(tx, req.SessionID, o); err != nil && !errors.Is(err, ErrNotOwner) {
+				switch _, err := q.take(tx, req.SessionID, o); {
+				case err == nil:
+					mine = true
+				case !errors.Is(err, ErrNotOwner):
 					return err
 				}
 			}
@@ -450,8 +466,15 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 			}
 		}
 		if q.Bus != nil {
-			// The session's owner may be another daemon: wake it.
-			q.Bus.Notify(tx, cluster.ChannelSessions, a.SessionID)
+			// The session's owner may be another daemon: wake it. This
+			// daemon's own scheduler is the caller's to wake
+			// (Scheduler.Wake): a notification to every daemon would be
+			// read by none but this one, and on PostgreSQL the commits of
+			// notifying transactions queue behind each other (pg_notify
+			// takes a database-wide lock from its COMMIT until the end).
+			if !mine {
+				q.Bus.Notify(tx, cluster.ChannelSessions, a.SessionID)
+			}
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -240,5 +241,48 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	// A's lease still runs, but the session is free: B claims it now.
 	if run, err := b.Claim(ctx, "s"); err != nil || run.LeaseEpoch != 3 {
 		t.Fatalf("B's claim after the hand-over: %+v %v", run, err)
+	}
+}
+
+// An admit wakes other daemons (ChannelSessions) only when the session is
+// not its own daemon's: the owner's scheduler is woken by its caller, and
+// on PostgreSQL the commits of notifying transactions wait for each other.
+// Notifications reach a listener in commit order, so the wake-up of the
+// second admit (to a session another daemon owns) arriving first proves
+// that the first admit (to the admitting daemon's own session) sent none.
+func TestAdmitNotifiesOnlyWhenAnotherDaemonOwns(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a, b := e.daemon(""), e.daemon("")
+	e.session("mine")
+	e.session("theirs")
+	e.session("nobodys")
+	if _, _, err := a.Take(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Take(ctx, "theirs"); err != nil {
+		t.Fatal(err)
+	}
+	bus, other := cluster.NewBus(e.db), cluster.NewBus(e.db)
+	defer bus.Close()
+	defer other.Close()
+	a.Bus = bus
+	woken := make(chan string, 8)
+	stop := other.Listen(cluster.ChannelSessions, func(p string) { woken <- p })
+	defer stop()
+	for i, s := range []string{"mine", "theirs", "mine", "nobodys"} {
+		if _, err := a.Admit(ctx, admission.AdmitRequest{SessionID: s, InputID: fmt.Sprintf("in-%d", i), Text: "x"}, nil); err != nil {
+			t.Fatalf("admit to %s: %v", s, err)
+		}
+	}
+	for _, want := range []string{"theirs", "nobodys"} {
+		select {
+		case got := <-woken:
+			if got != want {
+				t.Fatalf("woken for %q, want %q (an admit to the admitting daemon's own session notified every daemon)", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no wake-up for %q: an admit to another daemon's or an unowned session must notify", want)
+		}
 	}
 }
