@@ -231,7 +231,10 @@ type reaped struct {
 // With ownMountNS (a pre-started helper, see Prestarted) the confined
 // thread first unshares a mount namespace of its own, a copy of the
 // mounts as they are now, and builds the view there; the shell forked
-// from it inherits that namespace.
+// from it inherits that namespace. Before the fork the main thread moves
+// the root of the other threads (still in the daemon's mount namespace)
+// to the view's root, so that the command's /proc/1/mountinfo lists no
+// mount of the daemon's.
 func initMain(s Spec, command string, ownMountNS bool) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
@@ -240,6 +243,7 @@ func initMain(s Spec, command string, ownMountNS bool) int {
 		err error
 	}
 	ch := make(chan started, 1)
+	viewRoot, joined := make(chan int, 1), make(chan error, 1)
 	go func() {
 		// Never unlocked: the thread ends with this goroutine, and its
 		// confinement with it. Landlock, capabilities, no_new_privs and
@@ -259,6 +263,23 @@ func initMain(s Spec, command string, ownMountNS bool) int {
 			ch <- started{err: err}
 			return
 		}
+		if ownMountNS {
+			// This process's other threads are still in the daemon's
+			// mount namespace, and /proc/PID/mountinfo (no ptrace access
+			// needed) would list every mount of it to the command, whose
+			// PID 1 this process is: the main thread moves their root
+			// (their shared fs) into the view before the shell exists.
+			fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				ch <- started{err: fmt.Errorf("view root: %w", err)}
+				return
+			}
+			viewRoot <- fd
+			if err := <-joined; err != nil {
+				ch <- started{err: fmt.Errorf("leave the daemon's mounts: %w", err)}
+				return
+			}
+		}
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 			ch <- started{err: fmt.Errorf("non-dumpable: %w", err)}
 			return
@@ -272,7 +293,21 @@ func initMain(s Spec, command string, ownMountNS bool) int {
 		}
 		ch <- started{pid, err}
 	}()
-	st := <-ch
+	var st started
+	select {
+	case fd := <-viewRoot:
+		// On the main thread (locked to it during init): the root and
+		// cwd of every thread but the confined one become the view's
+		// root, so their mountinfo shows no mount of the daemon's.
+		err := unix.Fchdir(fd)
+		if err == nil {
+			err = unix.Chroot(".")
+		}
+		unix.Close(fd)
+		joined <- err
+		st = <-ch
+	case st = <-ch:
+	}
 	if st.err != nil {
 		fmt.Fprintf(os.Stderr, "sessiond sandbox: %v\n", st.err)
 		return ExitSetupFailed

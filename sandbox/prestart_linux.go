@@ -239,6 +239,9 @@ func prestartUserNamespaced() int {
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = userNSAttr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC)
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	// And CAP_SYS_CHROOT: its main thread leaves the daemon's mounts for
+	// the view (see initMain); the confined thread drops it with the rest.
+	cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_CHROOT)
 	runtime.LockOSThread() // never unlocked: this thread forks stage 2 and lives as long as this process
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "sessiond sandbox: user namespace: %v\n", err)
