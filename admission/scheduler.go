@@ -237,6 +237,10 @@ func (s *Scheduler) schedule() {
 				// a turn that already finished) must survive to the next
 				// pass, or that session's queue would stall.
 				delete(s.candidates, id)
+				// The slot is the claim's while it runs, like a
+				// Reservation's: an admit+claim or a settle+claim folded
+				// meanwhile must not count it free.
+				s.reserved[id] = true
 			}
 			s.mu.Unlock()
 			if stop || s.ctx.Err() != nil {
@@ -246,9 +250,13 @@ func (s *Scheduler) schedule() {
 			// turn.started goes out, so an interrupt that follows it finds it.
 			_, err := s.q.ClaimWith(s.ctx, id, func(a Admission) {
 				s.mu.Lock()
+				delete(s.reserved, a.SessionID)
 				s.startLocked(a)
 				s.mu.Unlock()
 			})
+			s.mu.Lock()
+			delete(s.reserved, id)
+			s.mu.Unlock()
 			switch {
 			case err == nil:
 				progressed = true
@@ -371,6 +379,16 @@ func (s *Scheduler) retryClaimLocked() time.Duration {
 func (s *Scheduler) startLocked(a Admission) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	r := &run{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	// A claim that committed after the self-fence or the graceful stop
+	// began (it was in flight then: a scheduling pass, an admit+claim, a
+	// settle+claim) starts a turn that is stopped at once, like those
+	// that ran then.
+	switch {
+	case s.fenced:
+		cancel(ErrLeaseLost)
+	case s.stopping:
+		cancel(ErrStopping)
+	}
 	s.running[a.SessionID] = r
 	s.runs.Add(1)
 	go s.execute(ctx, r)
