@@ -106,3 +106,51 @@ func TestReservedTurnStartedAfterTheFenceIsStopped(t *testing.T) {
 		return errors.Is(f.cause["a1"], admission.ErrLeaseLost)
 	})
 }
+
+// The receipt of an input that cannot start says why while another
+// session's admit+claim holds the only slot (its reservation): capacity,
+// as when a turn runs there. Its own reservation does not count against
+// it (Reservation.AtCapacity).
+func TestReceiptReasonCountsTheReservedSlots(t *testing.T) {
+	e := newEnv(t)
+	e.session("a")
+	e.session("b")
+	f := newFakeExec(t)
+	s := admission.NewScheduler(e.q, f, 1, nil, nil)
+	s.Start(nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		s.Stop(ctx)
+	})
+	ctx := context.Background()
+	ra := s.Reserve("a") // a's admit+claim is on its way
+	if ra == nil {
+		t.Fatal("no reservation on an idle scheduler")
+	}
+	released := false
+	defer func() {
+		if !released {
+			ra.Release() // a failure below: Stop waits for it
+		}
+	}()
+	if !s.AtCapacity() || s.FreeSlots() != 0 || ra.AtCapacity() {
+		t.Fatalf("with the only slot reserved: AtCapacity %v, FreeSlots %d, the reservation's own AtCapacity %v",
+			s.AtCapacity(), s.FreeSlots(), ra.AtCapacity())
+	}
+	rec, err := e.q.Admit(ctx, req("b", "b1", "x"), s.AtCapacity)
+	check(t, err)
+	if rec.Status != admission.StatusQueued || rec.Reason != admission.WaitCapacity {
+		t.Fatalf("receipt while the only slot is reserved: %s reason %q, want queued/capacity", rec.Status, rec.Reason)
+	}
+	ar := req("a", "a1", "y")
+	ar.Take, ar.Start = true, ra.Start
+	res, err := e.q.AdmitWith(ctx, ar, ra.AtCapacity)
+	ra.Release()
+	released = true
+	check(t, err)
+	if !res.Started {
+		t.Fatalf("a1 did not start on its reservation: %+v", res)
+	}
+	f.next("a1")
+}

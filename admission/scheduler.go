@@ -154,11 +154,12 @@ func (s *Scheduler) Wake(sessionIDs ...string) {
 	}
 }
 
-// AtCapacity reports whether Max turns run now.
+// AtCapacity reports whether every slot is taken now: by a running turn,
+// or by a claim in flight (a Reservation, the scheduling pass's claim).
 func (s *Scheduler) AtCapacity() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.running) >= s.max
+	return len(s.running)+len(s.reserved) >= s.max
 }
 
 // Running returns the admission running in sessionID, if any.
@@ -332,6 +333,20 @@ func (r *Reservation) Start(a Admission) {
 	r.started = true
 	delete(r.s.reserved, r.sessionID)
 	r.s.startLocked(a)
+}
+
+// AtCapacity is Scheduler.AtCapacity for the admit that holds r: every
+// slot but r's own is taken (r's is the input's if it starts now, and free
+// again when it does not).
+func (r *Reservation) AtCapacity() bool {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.running) + len(s.reserved)
+	if !r.started && s.reserved[r.sessionID] {
+		n--
+	}
+	return n >= s.max
 }
 
 // Release ends the reservation: a slot that did not start a turn is free
@@ -619,15 +634,15 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return err
 }
 
-// FreeSlots is how many more turns may start now (0 while stopping or
-// fenced).
+// FreeSlots is how many more turns may start now: the slots neither a
+// running turn nor a claim in flight holds (0 while stopping or fenced).
 func (s *Scheduler) FreeSlots() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping || s.fenced {
 		return 0
 	}
-	return max(s.max-len(s.running), 0)
+	return max(s.max-len(s.running)-len(s.reserved), 0)
 }
 
 // Fence is the self-fence of a daemon that could not renew its lease: no
