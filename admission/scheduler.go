@@ -154,11 +154,12 @@ func (s *Scheduler) Wake(sessionIDs ...string) {
 	}
 }
 
-// AtCapacity reports whether Max turns run now.
+// AtCapacity reports whether every slot is taken now: by a running turn,
+// or by a claim in flight (a Reservation, the scheduling pass's claim).
 func (s *Scheduler) AtCapacity() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.running) >= s.max
+	return len(s.running)+len(s.reserved) >= s.max
 }
 
 // Running returns the admission running in sessionID, if any.
@@ -237,6 +238,10 @@ func (s *Scheduler) schedule() {
 				// a turn that already finished) must survive to the next
 				// pass, or that session's queue would stall.
 				delete(s.candidates, id)
+				// The slot is the claim's while it runs, like a
+				// Reservation's: an admit+claim or a settle+claim folded
+				// meanwhile must not count it free.
+				s.reserved[id] = true
 			}
 			s.mu.Unlock()
 			if stop || s.ctx.Err() != nil {
@@ -246,9 +251,13 @@ func (s *Scheduler) schedule() {
 			// turn.started goes out, so an interrupt that follows it finds it.
 			_, err := s.q.ClaimWith(s.ctx, id, func(a Admission) {
 				s.mu.Lock()
+				delete(s.reserved, a.SessionID)
 				s.startLocked(a)
 				s.mu.Unlock()
 			})
+			s.mu.Lock()
+			delete(s.reserved, id)
+			s.mu.Unlock()
 			switch {
 			case err == nil:
 				progressed = true
@@ -326,6 +335,20 @@ func (r *Reservation) Start(a Admission) {
 	r.s.startLocked(a)
 }
 
+// AtCapacity is Scheduler.AtCapacity for the admit that holds r: every
+// slot but r's own is taken (r's is the input's if it starts now, and free
+// again when it does not).
+func (r *Reservation) AtCapacity() bool {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.running) + len(s.reserved)
+	if !r.started && s.reserved[r.sessionID] {
+		n--
+	}
+	return n >= s.max
+}
+
 // Release ends the reservation: a slot that did not start a turn is free
 // again (and the sessions waiting for one are woken).
 func (r *Reservation) Release() {
@@ -371,6 +394,16 @@ func (s *Scheduler) retryClaimLocked() time.Duration {
 func (s *Scheduler) startLocked(a Admission) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	r := &run{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	// A claim that committed after the self-fence or the graceful stop
+	// began (it was in flight then: a scheduling pass, an admit+claim, a
+	// settle+claim) starts a turn that is stopped at once, like those
+	// that ran then.
+	switch {
+	case s.fenced:
+		cancel(ErrLeaseLost)
+	case s.stopping:
+		cancel(ErrStopping)
+	}
 	s.running[a.SessionID] = r
 	s.runs.Add(1)
 	go s.execute(ctx, r)
@@ -601,15 +634,15 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return err
 }
 
-// FreeSlots is how many more turns may start now (0 while stopping or
-// fenced).
+// FreeSlots is how many more turns may start now: the slots neither a
+// running turn nor a claim in flight holds (0 while stopping or fenced).
 func (s *Scheduler) FreeSlots() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping || s.fenced {
 		return 0
 	}
-	return max(s.max-len(s.running), 0)
+	return max(s.max-len(s.running)-len(s.reserved), 0)
 }
 
 // Fence is the self-fence of a daemon that could not renew its lease: no

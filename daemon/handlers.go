@@ -298,11 +298,12 @@ func (d *Daemon) promptSubmit(ctx context.Context, c *rpc.Conn, p protocol.Submi
 		Text: p.Text, Attachments: p.Attachments, Sender: senderJSON(c), Take: d.sched.FreeSlots() > 0, WhenBusy: p.WhenBusy}
 	// While a slot is free, an input to an idle session starts in the
 	// admit's own commit (one commit instead of admit, then claim).
+	atCapacity := d.sched.AtCapacity
 	if r := d.sched.Reserve(p.SessionID); r != nil {
 		defer r.Release()
-		req.Start = r.Start
+		req.Start, atCapacity = r.Start, r.AtCapacity
 	}
-	res, err := d.queue.AdmitWith(ctx, req, d.sched.AtCapacity)
+	res, err := d.queue.AdmitWith(ctx, req, atCapacity)
 	if err != nil {
 		return protocol.Receipt{}, err
 	}
