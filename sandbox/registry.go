@@ -172,24 +172,12 @@ func RegisteredHomes() ([]string, error) {
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			h, err := registeredHome(dir, e.Name())
 			if err != nil {
-				return nil, fmt.Errorf("sandbox: %w: read %s: %w", ErrRegistryUnsafe, e.Name(), err)
+				return nil, err
 			}
-			h := strings.TrimSpace(string(b))
-			if !filepath.IsAbs(h) {
-				continue
-			}
-			fi, err := os.Stat(h)
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-				os.Remove(filepath.Join(dir, e.Name()))
-			case err != nil:
-				// It cannot be checked now (chmod 000 on a parent, say):
-				// listed, so that the command's view fails closed on it.
-				homes = append(homes, filepath.Clean(h))
-			case fi.IsDir():
-				homes = append(homes, RealPath(h))
+			if h != "" {
+				homes = append(homes, h)
 			}
 		}
 	}
@@ -197,4 +185,37 @@ func RegisteredHomes() ([]string, error) {
 		return nil, errors.New("sandbox: no registry of daemon homes exists (a daemon makes it when it starts); no sandboxed command runs without it")
 	}
 	return homes, nil
+}
+
+// registeredHome reads the registry entry name of dir: the home it names
+// (its real path; as written when it cannot be checked now, so that a view
+// fails closed on it), or "" when there is none to protect: the entry is
+// gone since dir was listed (its daemon unregistered it, or another reader
+// pruned it), does not name an absolute path, or names a home that no
+// longer exists (the entry is pruned) or is not a directory. An entry that
+// cannot be read otherwise is ErrRegistryUnsafe.
+func registeredHome(dir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w: read %s: %w", ErrRegistryUnsafe, name, err)
+	}
+	h := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(h) {
+		return "", nil
+	}
+	fi, err := os.Stat(h)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		os.Remove(filepath.Join(dir, name))
+		return "", nil
+	case err != nil:
+		// It cannot be checked now (chmod 000 on a parent, say).
+		return filepath.Clean(h), nil
+	case fi.IsDir():
+		return RealPath(h), nil
+	}
+	return "", nil
 }

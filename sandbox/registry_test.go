@@ -118,3 +118,30 @@ func TestRegistryFailsClosed(t *testing.T) {
 		t.Error("no registry at all: no error")
 	}
 }
+
+// An entry listed and then removed before it is read (its daemon
+// unregistered it, or a concurrent RegisteredHomes pruned it because its
+// home is gone) protects nothing and is no reason to distrust the
+// registry: concurrent commands and MCP servers of one daemon read the
+// registry at once, and one failed with "the registry of daemon homes
+// cannot be trusted: … no such file or directory" (TestMCPFaults, CI).
+// An entry that cannot be read for another reason still fails closed.
+func TestRegistryEntryGoneSinceTheListing(t *testing.T) {
+	dir := t.TempDir()
+	if h, err := registeredHome(dir, "0123456789abcdef"); err != nil || h != "" {
+		t.Fatalf("an entry removed since the listing: %q, %v; want nothing and no error", h, err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registeredHome(dir, "adir"); !errors.Is(err, ErrRegistryUnsafe) {
+		t.Fatalf("an entry that cannot be read: %v, want ErrRegistryUnsafe", err)
+	}
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "e"), []byte(home+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := registeredHome(dir, "e"); err != nil || h != RealPath(home) {
+		t.Fatalf("a registered home: %q, %v; want %s", h, err, RealPath(home))
+	}
+}
