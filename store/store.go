@@ -171,6 +171,7 @@ func DSN(path string, writer bool, opt Options) string {
 		add("journal_mode(WAL)")
 		add("synchronous(" + opt.Synchronous + ")")
 		add("secure_delete(1)")
+		add("temp_store(MEMORY)")
 		q.Set("_txlock", "immediate")
 	} else {
 		add("query_only(1)")

@@ -57,15 +57,20 @@ func TestOpenSetsPragmasPerConnection(t *testing.T) {
 		c.Close()
 	}
 	err := db.InTx(ctx, func(tx *Tx) error {
-		var sync, fk int
+		var sync, fk, temp int
 		if err := tx.Get(&sync, "PRAGMA synchronous"); err != nil {
 			return err
 		}
 		if err := tx.Get(&fk, "PRAGMA foreign_keys"); err != nil {
 			return err
 		}
-		if sync != 2 || fk != 1 { // 2 = FULL
-			return fmt.Errorf("writer synchronous=%d foreign_keys=%d", sync, fk)
+		if err := tx.Get(&temp, "PRAGMA temp_store"); err != nil {
+			return err
+		}
+		// 2 = FULL; temp_store 2 = MEMORY, which keeps the group commit's
+		// savepoint journal off the disk.
+		if sync != 2 || fk != 1 || temp != 2 {
+			return fmt.Errorf("writer synchronous=%d foreign_keys=%d temp_store=%d", sync, fk, temp)
 		}
 		return nil
 	})
