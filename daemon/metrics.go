@@ -74,7 +74,10 @@ func newMetrics(d *Daemon) *metrics {
 	reruns := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_store_transaction_reruns_total",
 		Help: "PostgreSQL: write transactions run again after a deadlock (40P01) or serialization failure (40001); always 0 on SQLite."},
 		storeCounter((*store.DB).Reruns))
-	m.reg.MustRegister(m.admissions, m.turns, m.turnDuration, m.submitLatency, m.toolCommands, m.modelRequests, m.storeCommit, txs, reruns,
+	statements := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_store_statements_total",
+		Help: "Statements run by write transactions, committed or not, without their BEGIN and COMMIT (on PostgreSQL each is a round trip to the server)."},
+		storeCounter((*store.DB).Statements))
+	m.reg.MustRegister(m.admissions, m.turns, m.turnDuration, m.submitLatency, m.toolCommands, m.modelRequests, m.storeCommit, txs, reruns, statements,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{d: d})
 	return m

@@ -133,7 +133,7 @@ func TestMetricsAndAuditLog(t *testing.T) {
 		"sessiond_turn_duration_seconds_count", "sessiond_prompt_submit_seconds_count",
 		`sessiond_tool_commands_total{result="ok"}`,
 		`sessiond_model_requests_total{status="200"}`, `sessiond_model_requests_total{status="500"}`,
-		"sessiond_store_commit_seconds_count", "sessiond_store_transactions_total",
+		"sessiond_store_commit_seconds_count", "sessiond_store_transactions_total", "sessiond_store_statements_total",
 	} {
 		moved(name)
 	}

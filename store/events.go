@@ -46,13 +46,25 @@ func (t *Tx) AppendEvent(sessionID string, typ protocol.EventType, admissionID s
 	if generation > 0 {
 		ev.ExecutionGeneration = &generation
 	}
-	if err := t.Get(&ev.Seq, `UPDATE sessions SET last_event_seq = last_event_seq + 1
-		WHERE session_id = ? RETURNING last_event_seq`, sessionID); err != nil {
-		return Event{}, fmt.Errorf("event %s: session %s: %w", typ, sessionID, err)
-	}
-	if _, err := t.Exec(`INSERT INTO events (session_id, seq, type, admission_id, execution_generation, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, ev.SessionID, ev.Seq, ev.Type, ev.AdmissionID, ev.ExecutionGeneration, string(ev.Payload), ev.CreatedAt); err != nil {
-		return Event{}, fmt.Errorf("event %s: %w", typ, err)
+	if t.pg != nil {
+		// One round trip to the server instead of two: the seq and the row
+		// in one statement (no row when the session is gone).
+		if err := t.Get(&ev.Seq, `WITH s AS (UPDATE sessions SET last_event_seq = last_event_seq + 1
+				WHERE session_id = ? RETURNING last_event_seq)
+			INSERT INTO events (session_id, seq, type, admission_id, execution_generation, payload, created_at)
+			SELECT ?::text, last_event_seq, ?::text, ?::text, ?::bigint, ?::text, ?::text FROM s RETURNING seq`,
+			sessionID, ev.SessionID, ev.Type, ev.AdmissionID, ev.ExecutionGeneration, string(ev.Payload), ev.CreatedAt); err != nil {
+			return Event{}, fmt.Errorf("event %s: session %s: %w", typ, sessionID, err)
+		}
+	} else {
+		if err := t.Get(&ev.Seq, `UPDATE sessions SET last_event_seq = last_event_seq + 1
+			WHERE session_id = ? RETURNING last_event_seq`, sessionID); err != nil {
+			return Event{}, fmt.Errorf("event %s: session %s: %w", typ, sessionID, err)
+		}
+		if _, err := t.Exec(`INSERT INTO events (session_id, seq, type, admission_id, execution_generation, payload, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, ev.SessionID, ev.Seq, ev.Type, ev.AdmissionID, ev.ExecutionGeneration, string(ev.Payload), ev.CreatedAt); err != nil {
+			return Event{}, fmt.Errorf("event %s: %w", typ, err)
+		}
 	}
 	if ev.Seq%64 == 0 && ev.Seq > EventRetention {
 		// tool.running of an admission that is not terminal yet is kept: a

@@ -146,6 +146,9 @@ type DB struct {
 	batches atomic.Int64
 	txs     atomic.Int64
 	reruns  atomic.Int64 // PostgreSQL: attempts re-run after a deadlock or serialization failure
+	// statements run by write transactions (Tx's Get, Select, Exec,
+	// Queryx), not the committer's BEGIN, SAVEPOINT and COMMIT
+	statements atomic.Int64
 
 	ckpt    atomic.Pointer[CheckpointStatus]
 	ckptNow chan chan CheckpointStatus // Checkpoint's requests to the committer
@@ -277,6 +280,12 @@ func (db *DB) Stats() (batches, txs int64) { return db.batches.Load(), db.txs.Lo
 // deadlocked or failed to serialize (PostgreSQL; always 0 on SQLite).
 // Stats' txs counts the transactions that committed.
 func (db *DB) Reruns() int64 { return db.reruns.Load() }
+
+// Statements is how many statements the write transactions of this DB ran
+// (Tx.Get, Select, Exec, Queryx; a pg_notify too), committed or not; not
+// the BEGIN, SAVEPOINT and COMMIT around them. On PostgreSQL each is a
+// round trip to the server.
+func (db *DB) Statements() int64 { return db.statements.Load() }
 
 // Close stops the committer after the queued transactions ran, checkpoints
 // the WAL into the main file (PRAGMA wal_checkpoint(TRUNCATE)) and closes
@@ -619,9 +628,9 @@ func (db *DB) runBatch(batch []*txRequest) {
 	// The committer drives the transaction on its pinned connection itself:
 	// BEGIN IMMEDIATE … COMMIT, one SAVEPOINT per caller.
 	ctl := &Tx{ctx: context.Background(), db: db}
-	rollback := func() { ctl.Exec("ROLLBACK") } // fails harmlessly if SQLite already rolled back
+	rollback := func() { ctl.control("ROLLBACK") } // fails harmlessly if SQLite already rolled back
 	began := time.Now()
-	if _, err := ctl.Exec("BEGIN IMMEDIATE"); err != nil {
+	if _, err := ctl.control("BEGIN IMMEDIATE"); err != nil {
 		failAll(Classify(fmt.Errorf("begin immediate: %w", err)))
 		return
 	}
@@ -637,14 +646,14 @@ func (db *DB) runBatch(batch []*txRequest) {
 	}
 	for i, r := range live {
 		t := &Tx{ctx: r.ctx, db: db, sink: db.sink, label: r.caller}
-		if _, err := t.Exec("SAVEPOINT sp"); err != nil {
+		if _, err := t.control("SAVEPOINT sp"); err != nil {
 			rollback()
 			failAll(Classify(fmt.Errorf("savepoint: %w", err)))
 			return
 		}
 		res := callTx(r.fn, t)
 		if res.err == nil && res.panicked == nil {
-			if _, err := t.Exec("RELEASE sp"); err != nil {
+			if _, err := t.control("RELEASE sp"); err != nil {
 				rollback()
 				failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
 				return
@@ -659,7 +668,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 		// SQLite may have rolled back the whole transaction by itself (disk
 		// full, I/O error, busy); then the savepoint is gone and the batch
 		// must fail as one.
-		if _, err := t.Exec("ROLLBACK TO sp"); err != nil {
+		if _, err := t.control("ROLLBACK TO sp"); err != nil {
 			rollback()
 			for j, r := range live {
 				if j == i {
@@ -670,13 +679,13 @@ func (db *DB) runBatch(batch []*txRequest) {
 			}
 			return
 		}
-		if _, err := t.Exec("RELEASE sp"); err != nil {
+		if _, err := t.control("RELEASE sp"); err != nil {
 			rollback()
 			failAll(Classify(fmt.Errorf("release savepoint: %w", err)))
 			return
 		}
 	}
-	if _, err := ctl.Exec("COMMIT"); err != nil {
+	if _, err := ctl.control("COMMIT"); err != nil {
 		rollback()
 		err = Classify(fmt.Errorf("commit: %w", err))
 		for i, r := range live {
@@ -710,7 +719,7 @@ func (db *DB) runBatch(batch []*txRequest) {
 // began) without a savepoint: fn's error or panic rolls the transaction
 // back and is returned as is.
 func (db *DB) runAlone(r *txRequest, ctl *Tx, began time.Time) {
-	rollback := func() { ctl.Exec("ROLLBACK") } // fails harmlessly if SQLite already rolled back
+	rollback := func() { ctl.control("ROLLBACK") } // fails harmlessly if SQLite already rolled back
 	t := &Tx{ctx: r.ctx, db: db, sink: db.sink, label: r.caller}
 	res := callTx(r.fn, t)
 	if res.err != nil || res.panicked != nil {
@@ -720,7 +729,7 @@ func (db *DB) runAlone(r *txRequest, ctl *Tx, began time.Time) {
 		return
 	}
 	t.fault = faultBefore(t.label)
-	if _, err := ctl.Exec("COMMIT"); err != nil {
+	if _, err := ctl.control("COMMIT"); err != nil {
 		rollback()
 		r.done <- txResult{err: Classify(fmt.Errorf("commit: %w", err))}
 		return
@@ -1025,6 +1034,7 @@ func (db *DB) stmt(query string) (*sqlx.Stmt, error) {
 // Get runs a single-row query in the transaction; sql.ErrNoRows when
 // nothing matched. query uses '?' placeholders on both drivers.
 func (t *Tx) Get(dest any, query string, args ...any) error {
+	t.db.statements.Add(1)
 	if t.pg != nil {
 		return t.pgErr(t.pg.GetContext(t.pgctx(), dest, t.db.rebind(query), args...))
 	}
@@ -1038,6 +1048,7 @@ func (t *Tx) Get(dest any, query string, args ...any) error {
 // Select runs a query in the transaction and scans every row into dest (a
 // slice).
 func (t *Tx) Select(dest any, query string, args ...any) error {
+	t.db.statements.Add(1)
 	if t.pg != nil {
 		return t.pgErr(t.pg.SelectContext(t.pgctx(), dest, t.db.rebind(query), args...))
 	}
@@ -1050,6 +1061,15 @@ func (t *Tx) Select(dest any, query string, args ...any) error {
 
 // Exec runs a statement in the transaction.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	t.db.statements.Add(1)
+	return t.exec(query, args...)
+}
+
+// control runs the committer's own statements (BEGIN, SAVEPOINT, RELEASE,
+// ROLLBACK, COMMIT on SQLite), which Statements does not count.
+func (t *Tx) control(query string) (sql.Result, error) { return t.exec(query) }
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if t.pg != nil {
 		res, err := t.pg.ExecContext(t.pgctx(), t.db.rebind(query), args...)
 		return res, t.pgErr(err)
@@ -1064,6 +1084,7 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 // Queryx runs a query in the transaction whose rows are read one at a time;
 // the caller closes them before the next statement.
 func (t *Tx) Queryx(query string, args ...any) (*sqlx.Rows, error) {
+	t.db.statements.Add(1)
 	if t.pg != nil {
 		rows, err := t.pg.QueryxContext(t.pgctx(), t.db.rebind(query), args...)
 		return rows, t.pgErr(err)

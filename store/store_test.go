@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/sessiond/sessiond/protocol"
 )
 
 func openTest(t *testing.T, opt Options) *DB {
@@ -593,5 +595,59 @@ func TestMigration0006OrdersTheExistingQueue(t *testing.T) {
 	})
 	if err == nil || !IsConstraint(err) {
 		t.Fatalf("delivery 'bogus' was accepted: %v", err)
+	}
+}
+
+// An event costs PostgreSQL one round trip (the seq and the row in one
+// statement), SQLite its two statements on the committer; a missing
+// session is sql.ErrNoRows, as before. Statements counts what a
+// transaction's code ran, not the committer's BEGIN or COMMIT.
+func TestAppendEventStatements(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
+			VALUES ('s', '/', 'm', 'openai', '', '[]', ?)`, Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(2)
+	if db.drv == Postgres {
+		want = 1
+	}
+	var seqs []int64
+	for i := range 3 {
+		before := db.Statements()
+		if err := db.InTx(ctx, func(tx *Tx) error {
+			ev, err := tx.AppendEvent("s", protocol.EventType("test.event"), "adm_x", int64(i), map[string]any{"i": i})
+			seqs = append(seqs, ev.Seq)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := db.Statements() - before; got != want {
+			t.Fatalf("event %d: %d statements, want %d", i, got, want)
+		}
+	}
+	if fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Fatalf("seqs %v, want [1 2 3]", seqs)
+	}
+	evs, complete, err := db.EventsAfter(db.Reads(ctx), "s", 0)
+	if err != nil || !complete || len(evs) != 3 {
+		t.Fatalf("EventsAfter: %d events, complete %v, %v", len(evs), complete, err)
+	}
+	if e := evs[2]; e.Type != "test.event" || *e.AdmissionID != "adm_x" || *e.ExecutionGeneration != 2 || string(e.Payload) != `{"i":2}` || e.CreatedAt == "" {
+		t.Fatalf("stored event %+v (payload %s)", e, e.Payload)
+	}
+	if evs[0].ExecutionGeneration != nil {
+		t.Fatalf("generation 0 stored as %v, want NULL", *evs[0].ExecutionGeneration)
+	}
+	err = db.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.AppendEvent("gone", protocol.EventType("test.event"), "", 0, map[string]any{})
+		return err
+	})
+	if !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("event of a missing session: %v, want sql.ErrNoRows", err)
 	}
 }
