@@ -309,11 +309,25 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 	err := q.DB.InTx(ctx, func(tx *store.Tx) error {
 		tx.Label("admit")
 		res = AdmitResult{}
-		// First: a concurrent admit of the same input_id waits here, then
-		// finds this one's row (the digest dedupe below).
-		if err := tx.LockSessions(req.SessionID); err != nil {
+		// First the seq, whose update locks the session's row: a
+		// concurrent admit of the same input_id waits here, then finds
+		// this one's row (the digest dedupe below). The owner comes back
+		// with it, so whether to wake another daemon (below) costs no
+		// statement of its own; on PostgreSQL the lock costs none either.
+		var row struct {
+			Seq   int64                      `db:"seq"`
+			Owner sql.Null[cluster.DaemonID] `db:"owner_daemon"`
+		}
+		err := tx.Get(&row, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
+			WHERE session_id = ? RETURNING next_admission_seq - 1 AS seq, owner_daemon`, req.SessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
+		} else if err != nil {
 			return err
 		}
+		tx.NoteLocked(req.SessionID)
+		seq := row.Seq
+		mine := q.mine(ownerRow{Daemon: row.Owner})
 		existing, err := get(tx, `target_session_id = ? AND request_id = ?`, req.SessionID, req.InputID)
 		switch {
 		case err == nil:
@@ -326,9 +340,11 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 			rec = existing.Receipt()
 			rec.Duplicate = true
 			if existing.Status == StatusQueued {
-				rec.Reason, err = waitReason(tx, existing, atCapacity)
+				if rec.Reason, err = waitReason(tx, existing, atCapacity); err != nil {
+					return err
+				}
 			}
-			return err
+			return errDuplicate // rolls the seq back: nothing is written
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
@@ -341,21 +357,6 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 		}
 		if busy.any() && req.WhenBusy == protocol.WhenBusyReject {
 			return fmt.Errorf("%w: session %s %s; when_busy reject stores nothing", ErrSessionBusy, req.SessionID, busy)
-		}
-		// The owner comes back with the seq: whether to wake another
-		// daemon (below) costs no statement of its own.
-		var row struct {
-			Seq   int64                      `db:"seq"`
-			Owner sql.Null[cluster.DaemonID] `db:"owner_daemon"`
-		}
-		err = tx.Get(&row, `UPDATE sessions SET next_admission_seq = next_admission_seq + 1
-			WHERE session_id = ? RETURNING next_admission_seq - 1 AS seq, owner_daemon`, req.SessionID)
-		seq := row.Seq
-		mine := q.mine(ownerRow{Daemon: row.Owner})
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %s", ErrSessionNotFound, req.SessionID)
-		} else if err != nil {
-			return err
 		}
 		// seq-1 admissions came before this one: a session with fewer than
 		// MaxQueued of them cannot have MaxQueued queued, and the count (a
@@ -478,9 +479,17 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 		}
 		return nil
 	})
+	if errors.Is(err, errDuplicate) {
+		err = nil
+	}
 	res.Receipt = rec
 	return res, store.Classify(err)
 }
+
+// errDuplicate ends the transaction of an admit whose input_id is already
+// admitted with the same payload: it rolls back the seq it reserved, and
+// AdmitWith answers the existing admission's receipt.
+var errDuplicate = errors.New("admission: input_id already admitted")
 
 // InputError is Admit's refusal of an input_id that names an existing
 // admission: Err is ErrConflict or ErrCancelled, AdmissionID that

@@ -920,3 +920,50 @@ func TestStorageLocked(t *testing.T) {
 		t.Fatalf("after the lock cleared: %+v", rec)
 	}
 }
+
+// The admit of a queued input is five statements, each a round trip on
+// PostgreSQL: the seq (whose update locks the session's row), the input_id
+// lookup, the insert, the wait reason and the event (two statements on
+// SQLite, where they run on the committer). A duplicate writes nothing, not
+// even the seq it reserved.
+func TestAdmitStatements(t *testing.T) {
+	e := newEnv(t)
+	e.session("s")
+	want := int64(6)
+	if e.opt.Driver == store.Postgres {
+		want = 5
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		before := e.db.Statements()
+		rec, err := e.q.Admit(ctx, req("s", fmt.Sprint("in-", i), "hello"), always(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.db.Statements() - before; got != want {
+			t.Fatalf("admit %d: %d statements, want %d", i, got, want)
+		}
+		if rec.Seq != int64(i+1) || rec.Status != admission.StatusQueued {
+			t.Fatalf("admit %d: receipt %+v", i, rec)
+		}
+	}
+	var seq int64
+	if err := e.db.Get(ctx, &seq, `SELECT next_admission_seq FROM sessions WHERE session_id = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := e.q.Admit(ctx, req("s", "in-1", "hello"), always(false))
+	if err != nil || !dup.Duplicate || dup.Seq != 2 || dup.Reason != admission.WaitBusy {
+		t.Fatalf("duplicate: %+v, %v", dup, err)
+	}
+	var after int64
+	if err := e.db.Get(ctx, &after, `SELECT next_admission_seq FROM sessions WHERE session_id = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	if after != seq {
+		t.Fatalf("the duplicate moved next_admission_seq from %d to %d", seq, after)
+	}
+	next, err := e.q.Admit(ctx, req("s", "in-3", "hello"), always(false))
+	if err != nil || next.Seq != 4 {
+		t.Fatalf("the admit after the duplicate: %+v, %v (want seq 4)", next, err)
+	}
+}

@@ -385,6 +385,19 @@ func (t *Tx) LockSessions(ids ...string) error {
 	return nil
 }
 
+// NoteLocked records that the transaction already holds the row lock of
+// session id, taken by an UPDATE of that row (on PostgreSQL FOR NO KEY
+// UPDATE, which the FOR UPDATE of every other session-scoped write waits
+// for, and which waits for it), so that LockSessions of id costs no
+// statement. Call it only after such an UPDATE matched the row, and lock
+// other sessions only if their ids sort after id (LockSessions' order). On
+// SQLite it does nothing.
+func (t *Tx) NoteLocked(id string) {
+	if t.pg != nil && !slices.Contains(t.locked, id) {
+		t.locked = append(t.locked, id)
+	}
+}
+
 // pgctx is the context of the transaction's statements: the caller's
 // without its cancellation (see attemptPostgres).
 func (t *Tx) pgctx() context.Context { return context.WithoutCancel(t.ctx) }
