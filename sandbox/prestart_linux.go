@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -63,7 +64,59 @@ type Prestarted struct {
 // Prestart starts a helper in directory cwd (the session's cwd, as
 // Spec.Command's caller sets Dir) that waits for its Dispatch. Its
 // environment is empty until the dispatch; stdin is /dev/null.
-func Prestart(cwd string) (*Prestarted, error) { return prestart(helperPath, cwd, true) }
+// It fails with ErrPrestartUnsupported, starting nothing, when such a
+// helper could not leave the daemon's mounts at dispatch (see
+// prestartSupported): the caller runs its commands cold.
+func Prestart(cwd string) (*Prestarted, error) {
+	if err := prestartSupported(); err != nil {
+		return nil, err
+	}
+	return prestart(helperPath, cwd, true)
+}
+
+// ErrPrestartUnsupported is Prestart's refusal in a daemon whose helpers
+// would lack CAP_SYS_CHROOT: run as root with that capability dropped (a
+// container's or a unit's capability bounding set, SECBIT_NOROOT). A cold
+// helper does not need it.
+var ErrPrestartUnsupported = errors.New("sandbox: pre-started helpers need CAP_SYS_CHROOT, which this daemon's helpers would not have; commands start cold")
+
+// prestartSupported says whether a pre-started helper would have
+// CAP_SYS_CHROOT when its main thread chroots into the view at dispatch
+// (initMain). Not root, stage 2 gets it in its own user namespace. As
+// root, the helper's capabilities after its exec are its ambient set or,
+// unless SECBIT_NOROOT, the inheritable and bounding sets, capped by the
+// permitted set under no_new_privs: the daemon's permitted set must hold
+// CAP_SYS_CHROOT and one of those must pass it on. Read once: a daemon
+// does not change its capabilities.
+var prestartSupported = sync.OnceValue(func() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	const chroot = unix.CAP_SYS_CHROOT
+	ambient, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, chroot, 0, 0)
+	if err != nil {
+		ambient = 0 // a kernel without ambient capabilities
+	}
+	bounding, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, chroot, 0, 0, 0)
+	if err != nil {
+		return fmt.Errorf("%w (read the bounding set: %v)", ErrPrestartUnsupported, err)
+	}
+	bits, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0)
+	if err != nil {
+		return fmt.Errorf("%w (read the securebits: %v)", ErrPrestartUnsupported, err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("%w (capget: %v)", ErrPrestartUnsupported, err)
+	}
+	has := func(set uint32) bool { return set&(1<<chroot) != 0 }
+	const secbitNoRoot = 1 << 0 // SECURE_NOROOT
+	if has(data[0].Permitted) && (ambient == 1 || (bits&secbitNoRoot == 0 && (bounding == 1 || has(data[0].Inheritable)))) {
+		return nil
+	}
+	return ErrPrestartUnsupported
+})
 
 // prestart is Prestart with the helper's program (helperPath but in
 // benchmarks of another image) and, without ownGroup, in the caller's

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/sandbox"
 )
@@ -197,4 +200,50 @@ func TestRunTerminalPrestartedIdleOnStartTimeout(t *testing.T) {
 	}
 	mustBeRemoved(t, res.Output)
 	ps.Close()
+}
+
+// A daemon running as root without CAP_SYS_CHROOT (a container that drops
+// it) cannot pre-start: a pre-started helper leaves the daemon's mounts
+// with chroot at dispatch, which would fail every such command. Its
+// commands run cold, every one of them. The test runs itself again under
+// setpriv with CAP_SYS_CHROOT out of the bounding and inheritable sets.
+func TestRunTerminalWithoutChrootCapabilityRunsCold(t *testing.T) {
+	if os.Getenv("SESSIOND_TEST_NO_CHROOT_CHILD") == "" {
+		if os.Geteuid() != 0 {
+			t.Skip("the case is a daemon running as root (CI and this project's machines run as root)")
+		}
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Fatalf("setpriv (util-linux) is needed to drop CAP_SYS_CHROOT: %v", err)
+		}
+		cmd := exec.Command(setpriv, "--bounding-set", "-sys_chroot", "--inh-caps", "-sys_chroot", "--",
+			os.Args[0], "-test.run", "^TestRunTerminalWithoutChrootCapabilityRunsCold$", "-test.v", "-test.count", "1")
+		cmd.Env = append(os.Environ(), "SESSIOND_TEST_NO_CHROOT_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("the run without CAP_SYS_CHROOT: %v\n%s", err, out)
+		}
+		return
+	}
+	if c, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SYS_CHROOT, 0, 0, 0); err != nil || c != 0 {
+		t.Fatalf("CAP_SYS_CHROOT is still in the bounding set (%d, %v)", c, err)
+	}
+	_, work, spec := prestartLayout(t)
+	ps := NewPrestarts(time.Minute, 0)
+	defer ps.Close()
+	for i := range 3 {
+		res, err := RunTerminal(context.Background(), "echo ran-$(( 40 + 2 ))", TerminalOptions{Cwd: work, Sandbox: spec, Prestarts: ps})
+		if err != nil || res.ExitCode != 0 || res.Output != "ran-42\n" {
+			t.Fatalf("command %d: %+v %v", i, res, err)
+		}
+		// Nothing is pre-started for the next one.
+		waitFor(t, "no pre-start in flight", func() bool {
+			ps.mu.Lock()
+			defer ps.mu.Unlock()
+			return len(ps.starting) == 0
+		})
+		if n := ps.Waiting(); n != 0 {
+			t.Fatalf("after command %d: %d helpers pre-started", i, n)
+		}
+	}
 }
