@@ -514,6 +514,9 @@ type txResult struct {
 // Concurrent calls are batched into one SQLite transaction (group commit),
 // each fn inside its own SAVEPOINT, so one caller's error never undoes
 // another's work, and nobody is told "committed" before the COMMIT returned.
+// Nobody is answered before it either: when the COMMIT fails, every caller
+// of the batch gets its error, also one whose fn returned an error, since
+// that fn may have decided on the writes of an earlier fn of the batch.
 // If ctx ends before fn started, InTx returns ctx.Err() and fn never runs;
 // once fn started, InTx waits for the outcome. SQLite failures wrap
 // ErrUnavailable.
@@ -689,7 +692,11 @@ func (db *DB) runBatch(batch []*txRequest) {
 		rollback()
 		err = Classify(fmt.Errorf("commit: %w", err))
 		for i, r := range live {
-			if results[i].err != nil || results[i].panicked != nil {
+			// A caller whose fn failed gets the COMMIT's error too: its
+			// fn may have decided on an earlier caller's writes in this
+			// batch, which did not commit (a duplicate input_id answered
+			// with the receipt of an admission that is gone).
+			if results[i].panicked != nil {
 				r.done <- results[i]
 			} else {
 				r.done <- txResult{err: err}

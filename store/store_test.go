@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -649,5 +650,68 @@ func TestAppendEventStatements(t *testing.T) {
 	})
 	if !errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("event of a missing session: %v, want sql.ErrNoRows", err)
+	}
+}
+
+// A group commit answers its callers only after its COMMIT: when that
+// fails, a caller whose fn failed gets the COMMIT's error too, because its
+// fn may have decided on an earlier caller's writes in the same batch,
+// which did not commit. (admission's duplicate input_id rolls its
+// savepoint back and answers the earlier admission's receipt: with that
+// admission's row rolled back by the failed COMMIT, the caller was told its
+// input was admitted when nothing was.) The COMMIT fails here on a deferred
+// foreign key of a third caller (PRAGMA defer_foreign_keys).
+func TestGroupCommitFailureReachesCallersThatFailed(t *testing.T) {
+	sqliteOnly(t)
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	release, holding := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := db.InTx(ctx, func(tx *Tx) error { close(holding); <-release; return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+	<-holding
+	found := errors.New("the first caller's row is there")
+	var first, second, poison error
+	queue := func(n int, run func()) {
+		wg.Go(run)
+		for len(db.reqs) < n {
+			runtime.Gosched()
+		}
+	}
+	queue(1, func() { first = db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "p") }) })
+	queue(2, func() {
+		second = db.InTx(ctx, func(tx *Tx) error {
+			var n int
+			if err := tx.Get(&n, `SELECT count(*) FROM approval_allowlist WHERE pattern = 'p'`); err != nil {
+				return err
+			}
+			if n == 1 {
+				return found // decided on the first caller's write
+			}
+			return fmt.Errorf("the first caller's row is not there")
+		})
+	})
+	queue(3, func() {
+		poison = db.InTx(ctx, func(tx *Tx) error {
+			if _, err := tx.Exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`INSERT INTO events (session_id, seq, type, payload, created_at) VALUES ('none', 1, 'x', '{}', ?)`, Now())
+			return err
+		})
+	})
+	close(release)
+	wg.Wait()
+	if poison == nil || first == nil {
+		t.Fatalf("the COMMIT did not fail: first %v, poison %v", first, poison)
+	}
+	if n := countPatterns(t, db); n != 0 {
+		t.Fatalf("%d rows after the failed COMMIT", n)
+	}
+	if second == nil || errors.Is(second, found) {
+		t.Fatalf("the caller that decided on the rolled-back row got %v, want the COMMIT's error (%v)", second, first)
 	}
 }
