@@ -488,7 +488,11 @@ func (q *Queue) AdmitWith(ctx context.Context, req AdmitRequest, atCapacity func
 
 // errDuplicate ends the transaction of an admit whose input_id is already
 // admitted with the same payload: it rolls back the seq it reserved, and
-// AdmitWith answers the existing admission's receipt.
+// AdmitWith answers the existing admission's receipt. On SQLite that
+// admission may be an earlier caller's of the same group commit, not yet
+// committed: InTx then returns errDuplicate only once the COMMIT succeeded,
+// and the COMMIT's error when it failed (store's
+// TestGroupCommitFailureReachesCallersThatFailed).
 var errDuplicate = errors.New("admission: input_id already admitted")
 
 // InputError is Admit's refusal of an input_id that names an existing

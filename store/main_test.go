@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 		TestWALStartsOverUnderSustainedWrites, TestCheckpointBusy, TestCloseRacingInTx,
 		TestOpenSetsPragmasPerConnection, TestBusyPastTimeoutIsUnavailableAndRecovers,
 		TestDiskFullIsUnavailableAndRecovers, TestOpenReadOnlyFileFailsNamingIt,
-		TestOpenWhileLockedIsNotReadOnly, TestIOErrorIsUnavailableAndRecovers)
+		TestOpenWhileLockedIsNotReadOnly, TestIOErrorIsUnavailableAndRecovers, TestGroupCommitFailureReachesCallersThatFailed,
+		TestMigrationsKeepTemporaryFilesOnDisk)
 	only.Add(string(Postgres), TestPostgresRetriesSerializationFailure, TestPostgresReadCommitted,
 		TestPostgresRetriesDeadlock, TestPostgresLockSessionsSerializes, TestPostgresPoolMaxConns, TestPostgresRetriesAreBounded,
 		TestPostgresConcurrentOpenMigratesOnce, TestPostgresHooksInCommitOrder,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,7 +70,8 @@ func TestOpenSetsPragmasPerConnection(t *testing.T) {
 		if err := tx.Get(&temp, "PRAGMA temp_store"); err != nil {
 			return err
 		}
-		// 2 = FULL; temp_store 2 = MEMORY, which keeps the group commit's
+		// 2 = FULL; temp_store 2 = MEMORY (set on the committer's connection
+		// after the migrations), which keeps the group commit's
 		// savepoint journal off the disk.
 		if sync != 2 || fk != 1 || temp != 2 {
 			return fmt.Errorf("writer synchronous=%d foreign_keys=%d temp_store=%d", sync, fk, temp)
@@ -649,5 +651,151 @@ func TestAppendEventStatements(t *testing.T) {
 	})
 	if !errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("event of a missing session: %v, want sql.ErrNoRows", err)
+	}
+}
+
+// A group commit answers its callers only after its COMMIT: when that
+// fails, a caller whose fn failed gets the COMMIT's error too, because its
+// fn may have decided on an earlier caller's writes in the same batch,
+// which did not commit. (admission's duplicate input_id rolls its
+// savepoint back and answers the earlier admission's receipt: with that
+// admission's row rolled back by the failed COMMIT, the caller was told its
+// input was admitted when nothing was.) The COMMIT fails here on a deferred
+// foreign key of a third caller (PRAGMA defer_foreign_keys).
+func TestGroupCommitFailureReachesCallersThatFailed(t *testing.T) {
+	sqliteOnly(t)
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	release, holding := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := db.InTx(ctx, func(tx *Tx) error { close(holding); <-release; return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+	<-holding
+	found := errors.New("the first caller's row is there")
+	var first, second, poison error
+	queue := func(n int, run func()) {
+		wg.Go(run)
+		for len(db.reqs) < n {
+			runtime.Gosched()
+		}
+	}
+	queue(1, func() { first = db.InTx(ctx, func(tx *Tx) error { return insertPattern(tx, "p") }) })
+	queue(2, func() {
+		second = db.InTx(ctx, func(tx *Tx) error {
+			var n int
+			if err := tx.Get(&n, `SELECT count(*) FROM approval_allowlist WHERE pattern = 'p'`); err != nil {
+				return err
+			}
+			if n == 1 {
+				return found // decided on the first caller's write
+			}
+			return fmt.Errorf("the first caller's row is not there")
+		})
+	})
+	queue(3, func() {
+		poison = db.InTx(ctx, func(tx *Tx) error {
+			if _, err := tx.Exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`INSERT INTO events (session_id, seq, type, payload, created_at) VALUES ('none', 1, 'x', '{}', ?)`, Now())
+			return err
+		})
+	})
+	close(release)
+	wg.Wait()
+	if poison == nil || first == nil {
+		t.Fatalf("the COMMIT did not fail: first %v, poison %v", first, poison)
+	}
+	if n := countPatterns(t, db); n != 0 {
+		t.Fatalf("%d rows after the failed COMMIT", n)
+	}
+	if second == nil || errors.Is(second, found) {
+		t.Fatalf("the caller that decided on the rolled-back row got %v, want the COMMIT's error (%v)", second, first)
+	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM, bytes) since the last
+// resetPeakRSS.
+func peakRSS(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				t.Fatalf("VmHWM %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
+
+// A migration's temporary files (the statement journal of an UPDATE of
+// every row, a CREATE INDEX's sort) stay on disk: in memory
+// (temp_store=MEMORY, which the committer's connection uses for its
+// savepoint journals) migration 0006 of a 595 MB state.db peaked at 1.2
+// GB of RSS, against 27 MB on disk. Here a ~48 MB state.db at version 5
+// must open within a quarter of its size in RSS.
+func TestMigrationsKeepTemporaryFilesOnDisk(t *testing.T) {
+	sqliteOnly(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	opt := testOptions(t, Options{Synchronous: "OFF"})
+	migrateUpTo = 5
+	db, err := Open(ctx, path, opt)
+	migrateUpTo = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("x", 2000)
+	for b := range 3 {
+		if err := db.InTx(ctx, func(tx *Tx) error {
+			if b == 0 {
+				if _, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
+					VALUES ('s1', '/tmp', 'm', 'openai', 'http://x', '[]', ?)`, Now()); err != nil {
+					return err
+				}
+			}
+			for i := range 4000 {
+				seq := b*4000 + i + 1
+				if _, err := tx.Exec(`INSERT INTO session_admissions (admission_id, target_session_id, request_id, seq, status, outcome, text, payload_digest, created_at)
+					VALUES (?, 's1', ?, ?, 'terminal', 'completed', ?, 'd', ?)`, fmt.Sprint("a", seq), fmt.Sprint("i", seq), seq, text, Now()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	// Reset VmHWM to the current RSS (Linux: clear_refs 5).
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Fatal(err)
+	}
+	before := peakRSS(t)
+	db, err = Open(ctx, path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.SchemaVersion(ctx); err != nil || v < 6 {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	if grew := peakRSS(t) - before; grew > fi.Size()/4 {
+		t.Fatalf("opening (migrating) a %d MB state.db raised the peak RSS by %d MB, want under %d MB", fi.Size()>>20, grew>>20, fi.Size()>>22)
 	}
 }
