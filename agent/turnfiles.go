@@ -3,7 +3,6 @@ package agent
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -32,7 +31,7 @@ func writtenInTurn(cwd string, since time.Time) func(string) bool {
 			if !fi.ModTime().Before(since) {
 				return true
 			}
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && !time.Unix(st.Ctim.Unix()).Before(since) {
+			if ct, ok := changeTime(fi); ok && !ct.Before(since) {
 				return true
 			}
 		}

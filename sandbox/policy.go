@@ -234,3 +234,8 @@ func (s Spec) writable() []string {
 	}
 	return w
 }
+
+// TempDirPrefix begins the name of every command's private temp
+// directory (made by the caller in the daemon's temp directory): on Linux
+// the view leaves out the others' (coverOtherTempDirs).
+const TempDirPrefix = "sessiond-cmd-"

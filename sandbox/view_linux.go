@@ -828,11 +828,6 @@ func coverTargetAt(p string, t *target, pl *plan) error {
 	})
 }
 
-// TempDirPrefix begins the name of every command's private temp
-// directory (made by the caller in the daemon's temp directory): the
-// view leaves out the others' (coverOtherTempDirs).
-const TempDirPrefix = "sessiond-cmd-"
-
 // coverOtherTempDirs leaves the other commands' temp directories out of
 // the directory holding this one's, when the view shows it (the daemon's
 // $TMPDIR under a bound home, say; /tmp itself is private): a read-only

@@ -210,7 +210,7 @@ func (c *campaign) start(d *daemon) error {
 	cmd := exec.Command(c.o.sessiond, "--home", d.home)
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=campaign")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithCampaign()
 	if err := cmd.Start(); err != nil {
 		return err
 	}

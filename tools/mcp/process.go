@@ -147,7 +147,7 @@ func startProcess(cfg Server, opt *Options) (*process, error) {
 	// one locked OS thread that ends only after the server has (one thread
 	// per running stdio server). A server that ignores the end of its
 	// input is not left behind by a crash.
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	setPdeathsig(cmd.SysProcAttr)
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine

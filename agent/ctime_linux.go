@@ -1,0 +1,16 @@
+package agent
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// changeTime is fi's inode change time (st_ctim), when the system says.
+func changeTime(fi os.FileInfo) (time.Time, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(st.Ctim.Unix()), true
+}
