@@ -428,7 +428,8 @@ func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 // wire reason is storage_unavailable.
 var ErrUnavailable = errors.New("storage unavailable")
 
-// ErrClosed is returned by InTx after Close.
+// ErrClosed is returned by InTx and the reads (Get, Select, Reads, ReadTx)
+// after Close.
 var ErrClosed = fmt.Errorf("%w: store is closed", ErrUnavailable)
 
 type unavailableError struct{ err error }
@@ -981,17 +982,17 @@ func (db *DB) prepareLater(query string) {
 // Get runs a single-row query; sql.ErrNoRows when nothing matched.
 func (r *Reads) Get(dest any, query string, args ...any) error {
 	if s := r.stmt(query); s != nil {
-		return Classify(s.GetContext(r.ctx, dest, args...))
+		return r.db.classifyRead(s.GetContext(r.ctx, dest, args...))
 	}
-	return Classify(r.q.GetContext(r.ctx, dest, r.db.rebind(query), args...))
+	return r.db.classifyRead(r.q.GetContext(r.ctx, dest, r.db.rebind(query), args...))
 }
 
 // Select runs a query and scans every row into dest (a slice).
 func (r *Reads) Select(dest any, query string, args ...any) error {
 	if s := r.stmt(query); s != nil {
-		return Classify(s.SelectContext(r.ctx, dest, args...))
+		return r.db.classifyRead(s.SelectContext(r.ctx, dest, args...))
 	}
-	return Classify(r.q.SelectContext(r.ctx, dest, r.db.rebind(query), args...))
+	return r.db.classifyRead(r.q.SelectContext(r.ctx, dest, r.db.rebind(query), args...))
 }
 
 // Queryx runs a query whose rows are read one at a time; the caller closes
@@ -999,10 +1000,10 @@ func (r *Reads) Select(dest any, query string, args ...any) error {
 func (r *Reads) Queryx(query string, args ...any) (*sqlx.Rows, error) {
 	if s := r.stmt(query); s != nil {
 		rows, err := s.QueryxContext(r.ctx, args...)
-		return rows, Classify(err)
+		return rows, r.db.classifyRead(err)
 	}
 	rows, err := r.q.QueryxContext(r.ctx, r.db.rebind(query), args...)
-	return rows, Classify(err)
+	return rows, r.db.classifyRead(err)
 }
 
 // ReadTx runs fn in one read-only transaction, so that every query in it
@@ -1015,10 +1016,20 @@ func (db *DB) ReadTx(ctx context.Context, fn func(*Reads) error) error {
 	}
 	tx, err := db.r.BeginTxx(ctx, opt)
 	if err != nil {
-		return Classify(err)
+		return db.classifyRead(err)
 	}
 	defer tx.Rollback()
-	return Classify(fn(&Reads{ctx: ctx, db: db, q: tx, tx: tx}))
+	return db.classifyRead(fn(&Reads{ctx: ctx, db: db, q: tx, tx: tx}))
+}
+
+// classifyRead is Classify for a read, which fails with ErrClosed once the
+// store is closed (database/sql's own "database is closed" says nothing
+// of ErrUnavailable).
+func (db *DB) classifyRead(err error) error {
+	if err != nil && db.closed.Load() && !errors.Is(err, sql.ErrNoRows) {
+		return ErrClosed
+	}
+	return Classify(err)
 }
 
 // Now is the store's timestamp format: RFC 3339 UTC with milliseconds,

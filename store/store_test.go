@@ -799,3 +799,33 @@ func TestMigrationsKeepTemporaryFilesOnDisk(t *testing.T) {
 		t.Fatalf("opening (migrating) a %d MB state.db raised the peak RSS by %d MB, want under %d MB", fi.Size()>>20, grew>>20, fi.Size()>>22)
 	}
 }
+
+// After Close, reads fail as writes do: ErrClosed, which is ErrUnavailable
+// (the daemon's storage_unavailable), not database/sql's bare "database is
+// closed".
+func TestReadsAfterCloseAreErrClosed(t *testing.T) {
+	db := openTest(t, Options{})
+	ctx := context.Background()
+	var n int
+	const q = `SELECT count(*) FROM sessions`
+	if err := db.Get(ctx, &n, q); err != nil { // cached on SQLite from here on
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var rows []int
+	for name, err := range map[string]error{
+		"Get":            db.Get(ctx, &n, q),
+		"Get uncached":   db.Get(ctx, &n, `SELECT count(*) FROM session_admissions`),
+		"Select":         db.Select(ctx, &rows, q),
+		"ReadTx":         db.ReadTx(ctx, func(r *Reads) error { return r.Get(&n, q) }),
+		"InTx":           db.InTx(ctx, func(*Tx) error { return nil }),
+		"Reads().Get":    db.Reads(ctx).Get(&n, q),
+		"Reads().Select": db.Reads(ctx).Select(&rows, q),
+	} {
+		if !errors.Is(err, ErrClosed) || !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
