@@ -206,18 +206,29 @@ func TestRunTerminalPrestartedIdleOnStartTimeout(t *testing.T) {
 // it) cannot pre-start: a pre-started helper leaves the daemon's mounts
 // with chroot at dispatch, which would fail every such command. Its
 // commands run cold, every one of them. The test runs itself again under
-// setpriv with CAP_SYS_CHROOT out of the bounding and inheritable sets.
+// setpriv with CAP_SYS_CHROOT out of the bounding and inheritable sets;
+// not root, it first becomes root of a user namespace of its own, with a
+// private /run (unshare --map-root-user --mount), where the helper takes
+// the root path too.
 func TestRunTerminalWithoutChrootCapabilityRunsCold(t *testing.T) {
 	if os.Getenv("SESSIOND_TEST_NO_CHROOT_CHILD") == "" {
+		util := func(name string) string { // util-linux
+			path, err := exec.LookPath(name)
+			if err != nil {
+				t.Fatalf("%s (util-linux) is needed to drop CAP_SYS_CHROOT: %v", name, err)
+			}
+			return path
+		}
+		var argv []string
 		if os.Geteuid() != 0 {
-			t.Skip("the case is a daemon running as root (CI and this project's machines run as root)")
+			// Its own /run too: the real /run/sessiond-0 is not this
+			// namespace's root's, and the registry fails closed on it.
+			argv = append(argv, util("unshare"), "--user", "--map-root-user", "--mount", "--",
+				"/bin/sh", "-c", `mount -t tmpfs tmpfs /run && exec "$@"`, "sh")
 		}
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			t.Fatalf("setpriv (util-linux) is needed to drop CAP_SYS_CHROOT: %v", err)
-		}
-		cmd := exec.Command(setpriv, "--bounding-set", "-sys_chroot", "--inh-caps", "-sys_chroot", "--",
-			os.Args[0], "-test.run", "^TestRunTerminalWithoutChrootCapabilityRunsCold$", "-test.v", "-test.count", "1")
+		argv = append(argv, util("setpriv"), "--bounding-set", "-sys_chroot", "--inh-caps", "-sys_chroot", "--")
+		argv = append(argv, os.Args[0], "-test.run", "^TestRunTerminalWithoutChrootCapabilityRunsCold$", "-test.v", "-test.count", "1")
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), "SESSIOND_TEST_NO_CHROOT_CHILD=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--- PASS") {
@@ -228,7 +239,10 @@ func TestRunTerminalWithoutChrootCapabilityRunsCold(t *testing.T) {
 	if c, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SYS_CHROOT, 0, 0, 0); err != nil || c != 0 {
 		t.Fatalf("CAP_SYS_CHROOT is still in the bounding set (%d, %v)", c, err)
 	}
-	_, work, spec := prestartLayout(t)
+	home, work, spec := prestartLayout(t)
+	if err := sandbox.RegisterHome(home); err != nil { // as its daemon does at start
+		t.Fatal(err)
+	}
 	ps := NewPrestarts(time.Minute, 0)
 	defer ps.Close()
 	for i := range 3 {
