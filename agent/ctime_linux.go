@@ -1,16 +1,5 @@
 package agent
 
-import (
-	"os"
-	"syscall"
-	"time"
-)
+import "syscall"
 
-// changeTime is fi's inode change time (st_ctim), when the system says.
-func changeTime(fi os.FileInfo) (time.Time, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return time.Time{}, false
-	}
-	return time.Unix(st.Ctim.Unix()), true
-}
+func statCtime(st *syscall.Stat_t) syscall.Timespec { return st.Ctim }
