@@ -36,16 +36,11 @@ func TestReserveDuringAClaimOfTheSchedulerKeepsTheCapacity(t *testing.T) {
 		}
 		return nil
 	}
-	f := newFakeExec(t)
+	se := newSched(t, e, 1, nil)
+	f := se.f
 	mu.Lock()
-	s = admission.NewScheduler(e.q, f, 1, nil, nil)
+	s = se.s
 	mu.Unlock()
-	s.Start(nil)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		defer cancel()
-		s.Stop(ctx)
-	})
 	ctx := context.Background()
 	_, err := e.q.Admit(ctx, req("b", "b1", "x"), s.AtCapacity)
 	check(t, err)
@@ -78,14 +73,8 @@ func TestReserveDuringAClaimOfTheSchedulerKeepsTheCapacity(t *testing.T) {
 func TestReservedTurnStartedAfterTheFenceIsStopped(t *testing.T) {
 	e := newEnv(t)
 	e.session("a")
-	f := newFakeExec(t)
-	s := admission.NewScheduler(e.q, f, 2, nil, nil)
-	s.Start(nil)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		defer cancel()
-		s.Stop(ctx)
-	})
+	se := newSched(t, e, 2, nil)
+	f, s := se.f, se.s
 	r := s.Reserve("a")
 	if r == nil {
 		t.Fatal("no reservation on an idle scheduler")
@@ -115,14 +104,8 @@ func TestReceiptReasonCountsTheReservedSlots(t *testing.T) {
 	e := newEnv(t)
 	e.session("a")
 	e.session("b")
-	f := newFakeExec(t)
-	s := admission.NewScheduler(e.q, f, 1, nil, nil)
-	s.Start(nil)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		defer cancel()
-		s.Stop(ctx)
-	})
+	se := newSched(t, e, 1, nil)
+	f, s := se.f, se.s
 	ctx := context.Background()
 	ra := s.Reserve("a") // a's admit+claim is on its way
 	if ra == nil {
