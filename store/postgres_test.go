@@ -227,13 +227,7 @@ func TestPostgresHooksInCommitOrder(t *testing.T) {
 		mu.Unlock()
 	})
 	ctx := context.Background()
-	if err := db.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
-			VALUES ('s', '/', 'm', 'openai', '', '[]', ?)`, Now())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	addSession(t, db, "s")
 	var wg sync.WaitGroup
 	const n = 200
 	for range 16 {

@@ -607,13 +607,7 @@ func TestMigration0006OrdersTheExistingQueue(t *testing.T) {
 func TestAppendEventStatements(t *testing.T) {
 	db := openTest(t, Options{})
 	ctx := context.Background()
-	if err := db.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
-			VALUES ('s', '/', 'm', 'openai', '', '[]', ?)`, Now())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	addSession(t, db, "s")
 	want := int64(2)
 	if db.drv == Postgres {
 		want = 1
@@ -827,5 +821,18 @@ func TestReadsAfterCloseAreErrClosed(t *testing.T) {
 		if !errors.Is(err, ErrClosed) || !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
+	}
+}
+
+// addSession inserts a bare session row id, for tests of the store's own
+// mechanics.
+func addSession(t *testing.T, db *DB, id string) {
+	t.Helper()
+	if err := db.InTx(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO sessions (session_id, cwd, model, provider, base_url, toolsets, created_at)
+			VALUES (?, '/', 'm', 'openai', '', '[]', ?)`, id, Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
