@@ -47,8 +47,11 @@ func TestReserveDuringAClaimOfTheSchedulerKeepsTheCapacity(t *testing.T) {
 	s.Wake("b")
 	f.next("b1")
 	mu.Lock()
-	res := r
+	res, raced := r, asked
 	mu.Unlock()
+	if !raced {
+		t.Fatal("the scheduler's claim of b never took it (OnTake): the reservation did not race the claim")
+	}
 	if res == nil {
 		return
 	}
