@@ -159,8 +159,12 @@ func (s *Scheduler) Wake(sessionIDs ...string) {
 func (s *Scheduler) AtCapacity() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.running)+len(s.reserved) >= s.max
+	return s.takenLocked() >= s.max
 }
+
+// takenLocked is how many slots are taken: running turns and claims in
+// flight (Reservations, the scheduling pass's claim).
+func (s *Scheduler) takenLocked() int { return len(s.running) + len(s.reserved) }
 
 // Running returns the admission running in sessionID, if any.
 func (s *Scheduler) Running(sessionID string) (Admission, bool) {
@@ -210,7 +214,7 @@ func (s *Scheduler) schedule() {
 	defer s.claimMu.Unlock()
 	for {
 		s.mu.Lock()
-		if s.stopping || s.fenced || len(s.running)+len(s.reserved) >= s.max || len(s.candidates) == 0 {
+		if s.stopping || s.fenced || s.takenLocked() >= s.max || len(s.candidates) == 0 {
 			s.mu.Unlock()
 			return
 		}
@@ -231,7 +235,7 @@ func (s *Scheduler) schedule() {
 		progressed := false
 		for _, id := range ids {
 			s.mu.Lock()
-			stop := s.stopping || s.fenced || len(s.running)+len(s.reserved) >= s.max
+			stop := s.stopping || s.fenced || s.takenLocked() >= s.max
 			if !stop {
 				// Taken off before the claim, never after: a Wake that
 				// arrives while the claim runs (an admit, or the settle of
@@ -316,7 +320,7 @@ func (s *Scheduler) Reserve(sessionID string) *Reservation {
 	if _, ok := s.candidates[sessionID]; ok {
 		waiting--
 	}
-	if len(s.running)+len(s.reserved)+waiting >= s.max {
+	if s.takenLocked()+waiting >= s.max {
 		return nil
 	}
 	s.reserved[sessionID] = true
@@ -342,7 +346,7 @@ func (r *Reservation) AtCapacity() bool {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.running) + len(s.reserved)
+	n := s.takenLocked()
 	if !r.started && s.reserved[r.sessionID] {
 		n--
 	}
@@ -500,7 +504,7 @@ func (s *Scheduler) foldNext(ctx context.Context, r *run) func(Admission) {
 	if _, ok := s.candidates[r.a.SessionID]; ok {
 		waiting--
 	}
-	if len(s.running)-1+len(s.reserved)+waiting >= s.max {
+	if s.takenLocked()-1+waiting >= s.max {
 		return nil
 	}
 	s.reserving.Add(1)
@@ -642,7 +646,7 @@ func (s *Scheduler) FreeSlots() int {
 	if s.stopping || s.fenced {
 		return 0
 	}
-	return max(s.max-len(s.running)-len(s.reserved), 0)
+	return max(s.max-s.takenLocked(), 0)
 }
 
 // Fence is the self-fence of a daemon that could not renew its lease: no
